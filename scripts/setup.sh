@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Installs everything `memory` needs on a Debian/Ubuntu machine, idempotently:
+#   - PostgreSQL server binaries (any major >= 15 already present is used as is)
+#   - pgvector >= 0.7 for that PostgreSQL (distro package when one exists, else a source build)
+#   - a virtual environment at .venv with the project and its dev tools
+# Each step checks first and does nothing when its result is already there.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${VENV:-$ROOT/.venv}"
+PYTHON="${PYTHON:-python3}"
+PGVECTOR_MIN="0.7.0"
+EXTRAS="${MEMORY_EXTRAS:-dev}"
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+        log "need root for: $*"; exit 1; fi
+}
+
+APT_UPDATED=0
+apt_update_once() {
+    if [ "$APT_UPDATED" -eq 0 ]; then
+        log "apt-get update"
+        as_root apt-get update -qq
+        APT_UPDATED=1
+    fi
+}
+
+apt_install() {
+    apt_update_once
+    log "apt-get install $*"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+pg_bindir() {
+    # Newest installed PostgreSQL server with initdb.
+    local d
+    for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k5 -n -r); do
+        if [ -x "$d/initdb" ] && [ -x "$d/postgres" ]; then echo "$d"; return 0; fi
+    done
+    return 1
+}
+
+ensure_postgres() {
+    if pg_bindir >/dev/null; then
+        log "PostgreSQL server found: $(pg_bindir)"
+        return
+    fi
+    log "installing PostgreSQL server"
+    apt_install postgresql
+    # The distro package may start its own cluster; we never use it, so leave it be.
+    pg_bindir >/dev/null || { log "PostgreSQL install failed"; exit 1; }
+}
+
+version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+
+installed_pgvector_version() {
+    local sharedir="$1" f
+    f="$sharedir/extension/vector.control"
+    [ -f "$f" ] || return 1
+    sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$f"
+}
+
+ensure_pgvector() {
+    local bindir major pgconfig sharedir have
+    bindir="$(pg_bindir)"
+    major="$(basename "$(dirname "$bindir")")"
+    pgconfig="$bindir/pg_config"
+    [ -x "$pgconfig" ] || pgconfig="$(command -v pg_config || true)"
+    sharedir="/usr/share/postgresql/$major"
+    if have="$(installed_pgvector_version "$sharedir")" && version_ge "$have" "$PGVECTOR_MIN"; then
+        log "pgvector $have found for PostgreSQL $major"
+        return
+    fi
+    apt_update_once
+    local candidate
+    candidate="$(apt-cache policy "postgresql-$major-pgvector" 2>/dev/null | sed -n 's/^ *Candidate: *//p')"
+    if [ -n "$candidate" ] && [ "$candidate" != "(none)" ] && version_ge "${candidate%%-*}" "$PGVECTOR_MIN"; then
+        log "installing postgresql-$major-pgvector $candidate from the distro"
+        apt_install "postgresql-$major-pgvector"
+    else
+        build_pgvector_from_source "$major"
+    fi
+    have="$(installed_pgvector_version "$sharedir")" || { log "pgvector install failed"; exit 1; }
+    version_ge "$have" "$PGVECTOR_MIN" || { log "pgvector $have < $PGVECTOR_MIN"; exit 1; }
+    log "pgvector $have installed"
+}
+
+build_pgvector_from_source() {
+    # Debian 12 ships no pgvector package. Debian 13's source package builds cleanly against
+    # the local server headers; never install trixie *binaries* (they drag in a new glibc).
+    local major="$1" work src list
+    log "building pgvector from Debian's trixie source package for PostgreSQL $major"
+    dpkg -s "postgresql-server-dev-$major" >/dev/null 2>&1 || apt_install "postgresql-server-dev-$major" build-essential
+    command -v dpkg-source >/dev/null || apt_install dpkg-dev
+    list=/etc/apt/sources.list.d/memory-trixie-src.sources
+    if [ ! -f "$list" ]; then
+        as_root tee "$list" >/dev/null <<SRC
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+        APT_UPDATED=0
+    fi
+    apt_update_once
+    work="$(mktemp -d)"
+    (cd "$work" && apt-get source --download-only pgvector >/dev/null 2>&1)
+    src="$(ls "$work"/pgvector_*.orig.tar.* | head -n1)"
+    tar -xf "$src" -C "$work"
+    (cd "$work"/pgvector-*/ && make -s PG_CONFIG="/usr/lib/postgresql/$major/bin/pg_config" >/dev/null 2>&1 \
+        || make -s >/dev/null)
+    (cd "$work"/pgvector-*/ && as_root make -s install PG_CONFIG="/usr/lib/postgresql/$major/bin/pg_config" >/dev/null 2>&1 \
+        || as_root make -s install >/dev/null)
+    rm -rf "$work"
+}
+
+ensure_venv() {
+    if [ ! -x "$VENV/bin/python" ]; then
+        log "creating virtual environment at $VENV"
+        if ! "$PYTHON" -m venv "$VENV" 2>/dev/null; then
+            apt_install python3-venv
+            "$PYTHON" -m venv "$VENV"
+        fi
+    fi
+    local stamp="$VENV/.memory-installed"
+    if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || ! grep -qx "$EXTRAS" "$stamp"; then
+        log "installing Python packages into $VENV"
+        "$VENV/bin/python" -m pip install -q --upgrade pip
+        "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"
+        echo "$EXTRAS" > "$stamp"
+    else
+        log "Python packages up to date"
+    fi
+}
+
+ensure_postgres
+ensure_pgvector
+ensure_venv
+log "done"

@@ -1,0 +1,1 @@
+"""memory: local, multilingual semantic memory on PostgreSQL + pgvector."""

@@ -1,0 +1,77 @@
+"""Embedding vectors as a value object: what a model returned, checked before anything
+stores it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingVector:
+    """A finite, non-empty float vector. Its meaning is defined by the model that made it,
+    so it always travels with that model's identity (see `ModelIdentity`)."""
+
+    values: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not self.values:
+            raise ValueError("embedding vector is empty")
+        if not all(math.isfinite(v) for v in self.values):
+            raise ValueError("embedding vector has non-finite values")
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> EmbeddingVector:
+        return cls(tuple(float(v) for v in values))
+
+    @property
+    def dimensions(self) -> int:
+        return len(self.values)
+
+    def norm(self) -> float:
+        return math.sqrt(sum(v * v for v in self.values))
+
+    def normalised(self) -> EmbeddingVector:
+        n = self.norm()
+        if n == 0.0:
+            raise ValueError("cannot normalise a zero vector")
+        return EmbeddingVector(tuple(v / n for v in self.values))
+
+    def truncated(self, dimensions: int) -> EmbeddingVector:
+        """First `dimensions` components, re-normalised: only meaningful for models trained
+        with Matryoshka representation learning (e.g. EmbeddingGemma)."""
+        if not 0 < dimensions <= self.dimensions:
+            raise ValueError(f"cannot truncate {self.dimensions} dims to {dimensions}")
+        return EmbeddingVector(self.values[:dimensions]).normalised()
+
+    def cosine_similarity(self, other: EmbeddingVector) -> float:
+        if other.dimensions != self.dimensions:
+            raise ValueError(
+                f"cannot compare vectors of {self.dimensions} and {other.dimensions} dims"
+            )
+        dot = sum(a * b for a, b in zip(self.values, other.values, strict=True))
+        denom = self.norm() * other.norm()
+        return dot / denom if denom else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelIdentity:
+    """Which model made a vector, as stored beside it (`"ollama:bge-m3"`) and its size.
+    Two identities are one vector space only if the ids are equal, whatever the dims."""
+
+    id: str
+    dimensions: int
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            raise ValueError("model id is empty")
+        if self.dimensions <= 0:
+            raise ValueError("model dimensions must be positive")
+
+    def check(self, vector: EmbeddingVector) -> EmbeddingVector:
+        if vector.dimensions != self.dimensions:
+            raise ValueError(
+                f"model {self.id} returned {vector.dimensions} dims, expected {self.dimensions}"
+            )
+        return vector

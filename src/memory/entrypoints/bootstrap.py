@@ -1,0 +1,62 @@
+"""The composition root: the only place that picks adapters and wires both contexts."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from memory.entrypoints.runtime import ContextRuntime
+from memory.infrastructure.embedding.factory import ModelRegistry
+from memory.infrastructure.postgres.database import Database
+from memory.infrastructure.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Services:
+    settings: Settings
+    database: Database
+    models: ModelRegistry
+    contexts: list[ContextRuntime] = field(default_factory=list)
+
+    def context(self, name: str) -> ContextRuntime:
+        for ctx in self.contexts:
+            if ctx.name == name:
+                return ctx
+        raise KeyError(name)
+
+    def close(self) -> None:
+        for ctx in reversed(self.contexts):
+            ctx.close()
+        self.models.close()
+        self.database.close()
+
+
+def build_services(
+    settings: Settings, database_url: str, *, contexts: tuple[str, ...] = ("policy", "history")
+) -> Services:
+    """Open the pool, migrate, load models and build the requested contexts. On failure,
+    everything opened so far is closed again."""
+    from memory.entrypoints import history_runtime, policy_runtime
+
+    database = Database(
+        database_url, min_size=settings.pool_min_size, max_size=settings.pool_max_size
+    )
+    database.open()
+    services = Services(settings, database, ModelRegistry(settings))
+    try:
+        applied = database.migrate()
+        if applied:
+            log.info("applied migrations: %s", ", ".join(applied))
+        builders: dict[str, Callable[[Settings, Database, ModelRegistry], ContextRuntime]] = {
+            "policy": policy_runtime.build,
+            "history": history_runtime.build,
+        }
+        for name in contexts:
+            services.contexts.append(builders[name](settings, database, services.models))
+    except BaseException:
+        services.close()
+        raise
+    return services

@@ -1,0 +1,72 @@
+"""`memory` command line: `serve`, plus each context's operator commands."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from memory.entrypoints.logging_setup import configure_logging
+from memory.infrastructure.settings import Settings
+
+log = logging.getLogger("memory")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from memory.entrypoints.bootstrap import build_services
+    from memory.entrypoints.database_url import database_url
+    from memory.entrypoints.http.app import create_app
+
+    settings: Settings = args.settings
+    with database_url(settings) as url:
+        app = create_app(lambda: build_services(settings, url))
+        log.info("serving on http://%s:%d", args.host, args.port)
+        uvicorn.run(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level=settings.log_level.lower(),
+            access_log=False,
+        )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from memory.entrypoints import history_cli, policy_cli
+
+    parser = argparse.ArgumentParser(
+        prog="memory", description="Local, multilingual semantic memory on PostgreSQL + pgvector."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the HTTP API and the background workers")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.set_defaults(func=_serve)
+    policy_cli.register(sub)
+    history_cli.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        print(f"memory: invalid configuration:\n{exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level)
+    args.settings = settings
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

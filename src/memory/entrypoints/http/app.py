@@ -1,0 +1,130 @@
+"""The Starlette application: both contexts' routes, /healthz, /metrics, error mapping, and
+a lifespan that runs the background workers."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memory.entrypoints.bootstrap import Services
+from memory.entrypoints.http.errors import EXCEPTION_HANDLERS
+
+log = logging.getLogger(__name__)
+
+HTTP_REQUESTS = Counter(
+    "memory_http_requests_total", "HTTP requests by route and status", ["method", "route", "status"]
+)
+HTTP_LATENCY = Histogram(
+    "memory_http_request_seconds",
+    "HTTP request latency by route",
+    ["method", "route"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10),
+)
+
+
+class RequestMetrics:
+    """Pure ASGI middleware (no body buffering) that counts requests by route template."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            route = scope.get("route")
+            template = getattr(route, "path", "unmatched")
+            HTTP_REQUESTS.labels(scope["method"], template, str(status)).inc()
+            HTTP_LATENCY.labels(scope["method"], template).observe(time.perf_counter() - start)
+
+
+def create_app(build: Callable[[], Services], *, run_workers: bool = True) -> Starlette:
+    """`build` constructs the services (opens the pool, migrates); it runs in a worker thread
+    at start-up so that the event loop is never blocked."""
+    state: dict[str, Any] = {}
+
+    async def healthz(request: Request) -> Response:
+        services: Services = state["services"]
+        body: dict[str, Any] = {"status": "ok", "database": "ok", "contexts": {}}
+        status = 200
+        try:
+            await anyio.to_thread.run_sync(services.database.ping)
+        except Exception as exc:  # any failure to reach the database means unhealthy
+            body["status"], body["database"] = "unavailable", f"error: {exc}"
+            status = 503
+        for ctx in services.contexts:
+            body["contexts"][ctx.name] = await anyio.to_thread.run_sync(ctx.health)
+        return JSONResponse(body, status)
+
+    async def metrics(request: Request) -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        services = await anyio.to_thread.run_sync(build)
+        state["services"] = services
+        app.state.services = services
+        for ctx in services.contexts:
+            for route in ctx.routes():
+                app.router.routes.append(route)
+        try:
+            async with anyio.create_task_group() as tg:
+                if run_workers:
+                    _start_workers(tg, services)
+                yield
+                tg.cancel_scope.cancel()
+        finally:
+            await anyio.to_thread.run_sync(services.close)
+
+    app = Starlette(
+        routes=[Route("/healthz", healthz), Route("/metrics", metrics)],
+        exception_handlers=EXCEPTION_HANDLERS,
+        lifespan=lifespan,
+    )
+    app.add_middleware(RequestMetrics)
+    return app
+
+
+def _start_workers(tg: TaskGroup, services: Services) -> None:
+    for ctx in services.contexts:
+        for worker in ctx.workers():
+            tg.start_soon(_supervised, ctx.name, worker)
+
+
+async def _supervised(name: str, worker: Callable[[], Any]) -> None:
+    """Keep a background worker alive: log a crash, wait, restart. Cancellation ends it."""
+    backoff = 1.0
+    while True:
+        try:
+            await worker()
+            return
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception:
+            log.exception("%s worker crashed; restarting in %.0fs", name, backoff)
+            await anyio.sleep(backoff)
+            backoff = min(backoff * 2, 60.0)

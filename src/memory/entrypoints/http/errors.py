@@ -1,0 +1,108 @@
+"""The one place where errors become HTTP responses: `{"error": {"code", "message",
+"details"?}}`, one status per error class."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from memory.application.embedding import (
+    EmbeddingError,
+    InputRejected,
+    ModelMisconfigured,
+    ModelUnavailable,
+)
+from memory.application.errors import DeadlineExceeded, ServiceUnavailable
+from memory.domain.errors import AlreadyExists, DomainError, InvalidInput, NotFound
+
+log = logging.getLogger(__name__)
+
+
+class RequestInvalid(DomainError):
+    """The request body or query string does not match the contract (422)."""
+
+    code = "validation_error"
+
+    def __init__(self, fields: list[dict[str, str]]) -> None:
+        summary = "; ".join(f"{f['field']}: {f['reason']}" for f in fields[:5])
+        super().__init__(f"invalid request: {summary}", details={"fields": fields})
+
+
+_STATUS: list[tuple[type[Exception], int]] = [
+    (RequestInvalid, 422),
+    (InvalidInput, 422),
+    (NotFound, 404),
+    (AlreadyExists, 409),
+    (DeadlineExceeded, 504),
+    (ServiceUnavailable, 503),
+    (InputRejected, 422),
+    (ModelUnavailable, 503),
+    (ModelMisconfigured, 503),
+]
+
+
+def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details:
+        error["details"] = details
+    return {"error": error}
+
+
+def status_for(exc: Exception) -> int:
+    for cls, status in _STATUS:
+        if isinstance(exc, cls):
+            return status
+    return 500
+
+
+async def handle_domain_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, DomainError)
+    status = status_for(exc)
+    headers = {}
+    if isinstance(exc, ServiceUnavailable):
+        headers["Retry-After"] = str(exc.retry_after_seconds)
+    return JSONResponse(error_body(exc.code, exc.message, exc.details), status, headers=headers)
+
+
+async def handle_embedding_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, EmbeddingError)
+    status = status_for(exc)
+    headers = {}
+    if isinstance(exc, ModelUnavailable):
+        code = "model_unavailable"
+        headers["Retry-After"] = str(exc.retry_after_seconds)
+    elif isinstance(exc, ModelMisconfigured):
+        code = "model_misconfigured"
+    else:
+        code = "input_rejected"
+    log.warning("embedding failed on %s %s: %s", request.method, request.url.path, exc)
+    return JSONResponse(
+        error_body(code, str(exc), {"model": exc.model_id}), status, headers=headers
+    )
+
+
+async def handle_http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    codes = {404: "not_found", 405: "method_not_allowed"}
+    return JSONResponse(
+        error_body(codes.get(exc.status_code, "http_error"), str(exc.detail)),
+        exc.status_code,
+        headers=exc.headers,
+    )
+
+
+async def handle_unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return JSONResponse(error_body("internal_error", "internal server error"), 500)
+
+
+EXCEPTION_HANDLERS = {
+    DomainError: handle_domain_error,
+    EmbeddingError: handle_embedding_error,
+    HTTPException: handle_http_exception,
+    Exception: handle_unexpected,
+}

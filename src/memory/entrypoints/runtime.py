@@ -1,0 +1,29 @@
+"""What each bounded context hands the composition root: its routes, its background
+workers, its CLI commands and its health."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from starlette.routing import BaseRoute
+
+Worker = Callable[[], Awaitable[None]]
+
+
+class ContextRuntime(Protocol):
+    name: str
+
+    def routes(self) -> list[BaseRoute]: ...
+
+    def workers(self) -> list[Worker]:
+        """Long-running coroutines `memory serve` runs until shutdown (projector, sweep)."""
+        ...
+
+    def health(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+CliCommand = Callable[[argparse.Namespace], int]

@@ -1,0 +1,1 @@
+"""Embedding model adapters behind `memory.application.embedding.EmbeddingModel`."""

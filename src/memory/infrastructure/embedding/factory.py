@@ -1,0 +1,47 @@
+"""Builds the adapter a model spec names. The only place that maps specs to classes."""
+
+from __future__ import annotations
+
+from memory.application.embedding import EmbeddingModel
+from memory.infrastructure.embedding.hashing import HashEmbeddingModel
+from memory.infrastructure.embedding.local_e5 import LOCAL_E5_NAME, LocalE5Model
+from memory.infrastructure.embedding.spec import InvalidModelSpec, ModelSpec
+from memory.infrastructure.settings import Settings
+
+
+class ModelRegistry:
+    """One adapter per spec for the life of the process, so two contexts configured with the
+    same model share one loaded engine."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._models: dict[str, EmbeddingModel] = {}
+
+    def get(self, spec_text: str) -> EmbeddingModel:
+        spec = ModelSpec.parse(spec_text)
+        key = str(spec)
+        if key not in self._models:
+            self._models[key] = self._build(spec)
+        return self._models[key]
+
+    def loaded(self) -> list[EmbeddingModel]:
+        return list(self._models.values())
+
+    def close(self) -> None:
+        for model in self._models.values():
+            close = getattr(model, "close", None)
+            if callable(close):
+                close()
+        self._models.clear()
+
+    def _build(self, spec: ModelSpec) -> EmbeddingModel:
+        if spec.provider == "hash":
+            assert spec.dimensions is not None
+            return HashEmbeddingModel(spec.dimensions)
+        if spec.provider == "local":
+            if spec.name != LOCAL_E5_NAME or spec.dimensions not in (None, 384):
+                raise InvalidModelSpec(
+                    f"the only local model is local:{LOCAL_E5_NAME} (384 dims), got {spec}"
+                )
+            return LocalE5Model()
+        raise InvalidModelSpec(f"provider {spec.provider!r} is not wired yet")

@@ -1,0 +1,1 @@
+"""PostgreSQL access shared by both contexts: the embedded cluster, the pool, migrations."""

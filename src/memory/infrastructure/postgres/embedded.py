@@ -1,0 +1,341 @@
+"""A private PostgreSQL cluster owned by one `memory` home directory.
+
+`memory serve` without `MEMORY_DATABASE_URL` starts one of these: its data directory lives
+under the home, it listens on 127.0.0.1 at a free port and on a socket in a short private
+directory, it has the `vector` extension, and it is stopped when the service exits. Several
+homes run side by side because nothing is shared between them but the binaries.
+
+`initdb` refuses to run as root, so as root the cluster runs as an unprivileged user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import pwd
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+log = logging.getLogger(__name__)
+
+DATABASE_NAME = "memory"
+SUPERUSER = "memory"
+SERVICE_USER_CANDIDATES = ("postgres", "memory")
+START_TIMEOUT_SECONDS = 60
+# A Unix socket path must fit in 107 bytes, so sockets live in a short directory under /tmp.
+SOCKET_ROOT = Path("/tmp")
+
+
+class EmbeddedPostgresError(RuntimeError):
+    """The embedded cluster could not be created, started or reached."""
+
+
+@dataclass(frozen=True)
+class ClusterPaths:
+    home: Path
+    data: Path
+    socket_dir: Path
+    log_file: Path
+    password_file: Path
+
+    @classmethod
+    def for_home(cls, home: Path, server_dir: Path | None = None) -> ClusterPaths:
+        """`server_dir` holds what the server itself writes (data, log); by default it is
+        `<home>/postgres`."""
+        home = home.resolve()
+        base = server_dir or home / "postgres"
+        data = base / "data"
+        digest = hashlib.sha256(str(data).encode()).hexdigest()[:12]
+        return cls(
+            home=home,
+            data=data,
+            socket_dir=SOCKET_ROOT / f"memory-pg-{digest}",
+            log_file=base / "postgres.log",
+            password_file=home / "postgres" / "password",
+        )
+
+
+def find_postgres_bindir() -> Path:
+    """The newest installed server's bin directory (Debian layout first, then PATH)."""
+    candidates = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin"),
+        key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+        reverse=True,
+    )
+    for bindir in candidates:
+        if (bindir / "initdb").exists() and (bindir / "pg_ctl").exists():
+            return bindir
+    initdb = shutil.which("initdb")
+    if initdb:
+        return Path(initdb).parent
+    raise EmbeddedPostgresError(
+        "no PostgreSQL server binaries found (looked in /usr/lib/postgresql/*/bin and PATH); "
+        "run `make run` or scripts/setup.sh to install them, or set MEMORY_DATABASE_URL"
+    )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class EmbeddedPostgres:
+    """Create-if-missing, start, and stop one private cluster.
+
+    `start()` attaches to a cluster that is already running for the same home (a second
+    process on the same home) and then leaves it running on `stop()`: only the process that
+    started the server stops it.
+    """
+
+    def __init__(self, home: Path, *, durable: bool = True) -> None:
+        self._durable = durable
+        self._bindir = find_postgres_bindir()
+        self._run_as = self._service_user()
+        self.paths = ClusterPaths.for_home(home, self._server_dir_for(home))
+        self._owned = False
+        self._port: int | None = None
+
+    # -- public -----------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        if self._port is None:
+            raise EmbeddedPostgresError("cluster not started")
+        return self._conninfo(DATABASE_NAME)
+
+    def start(self) -> str:
+        """Start (or attach to) the cluster, ensure the database and extension; return its URL."""
+        self._prepare_directories()
+        if not (self.paths.data / "PG_VERSION").exists():
+            self._initdb()
+        running_port = self._running_port()
+        if running_port is not None:
+            log.info("attaching to running embedded PostgreSQL on port %d", running_port)
+            self._port = running_port
+        else:
+            self._port = free_port()
+            self._pg_ctl_start(self._port)
+            self._owned = True
+        self._ensure_database()
+        return self.url
+
+    def stop(self) -> None:
+        if not self._owned:
+            return
+        log.info("stopping embedded PostgreSQL (%s)", self.paths.data)
+        self._run(
+            [str(self._bindir / "pg_ctl"), "stop", "-D", str(self.paths.data), "-m", "fast", "-w"],
+            check=False,
+        )
+        self._owned = False
+
+    def __enter__(self) -> EmbeddedPostgres:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- users and directories -------------------------------------------------------------
+
+    @staticmethod
+    def _service_user() -> str | None:
+        if os.geteuid() != 0:
+            return None
+        for name in SERVICE_USER_CANDIDATES:
+            with contextlib.suppress(KeyError):
+                pwd.getpwnam(name)
+                return name
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "memory"],
+            check=True,
+        )
+        return "memory"
+
+    def _server_dir_for(self, home: Path) -> Path | None:
+        """As root, a home the service user cannot reach (e.g. under /root) keeps the
+        server's data and log in /var/lib/memory/<hash of home> instead; the home then holds
+        only the password file."""
+        if self._run_as is None:
+            return None
+        home = home.resolve()
+        probe = home
+        while not probe.exists():
+            probe = probe.parent
+        if self._user_can_traverse(probe):
+            return None
+        digest = hashlib.sha256(str(home).encode()).hexdigest()[:12]
+        fallback = Path("/var/lib/memory") / digest
+        log.warning(
+            "%s is not reachable by user %s; cluster data goes to %s", home, self._run_as, fallback
+        )
+        return fallback
+
+    def _user_can_traverse(self, path: Path) -> bool:
+        result = subprocess.run(
+            ["runuser", "-u", str(self._run_as), "--", "test", "-x", str(path)], check=False
+        )
+        return result.returncode == 0
+
+    def _prepare_directories(self) -> None:
+        for d in (self.paths.data.parent, self.paths.password_file.parent):
+            d.mkdir(parents=True, exist_ok=True)
+        self.paths.socket_dir.mkdir(mode=0o700, exist_ok=True)
+        if self._run_as is not None:
+            entry = pwd.getpwnam(self._run_as)
+            for d in (self.paths.data.parent, self.paths.socket_dir):
+                os.chown(d, entry.pw_uid, entry.pw_gid)
+            if self.paths.log_file.exists():
+                os.chown(self.paths.log_file, entry.pw_uid, entry.pw_gid)
+            else:
+                self.paths.log_file.touch()
+                os.chown(self.paths.log_file, entry.pw_uid, entry.pw_gid)
+
+    # -- cluster lifecycle ------------------------------------------------------------------
+
+    def _password(self) -> str:
+        return self.paths.password_file.read_text().strip()
+
+    def _initdb(self) -> None:
+        log.info("creating embedded PostgreSQL cluster in %s", self.paths.data)
+        password = secrets.token_urlsafe(24)
+        old_umask = os.umask(0o077)
+        try:
+            self.paths.password_file.write_text(password + "\n")
+        finally:
+            os.umask(old_umask)
+        # initdb reads the password as the service user, so hand it a private copy.
+        with tempfile.NamedTemporaryFile("w", delete=False, dir=self.paths.socket_dir) as pwfile:
+            pwfile.write(password + "\n")
+        try:
+            if self._run_as is not None:
+                entry = pwd.getpwnam(self._run_as)
+                os.chown(pwfile.name, entry.pw_uid, entry.pw_gid)
+            self._run(
+                [
+                    str(self._bindir / "initdb"),
+                    "-D",
+                    str(self.paths.data),
+                    "-U",
+                    SUPERUSER,
+                    "--auth=scram-sha-256",
+                    f"--pwfile={pwfile.name}",
+                    "--encoding=UTF8",
+                    "--locale=C.UTF-8",
+                    "--no-instructions",
+                ]
+            )
+        finally:
+            Path(pwfile.name).unlink(missing_ok=True)
+
+    def _running_port(self) -> int | None:
+        pidfile = self.paths.data / "postmaster.pid"
+        if not pidfile.exists():
+            return None
+        status = self._run(
+            [str(self._bindir / "pg_ctl"), "status", "-D", str(self.paths.data)], check=False
+        )
+        if status.returncode != 0:
+            return None
+        lines = pidfile.read_text().splitlines()
+        # postmaster.pid line 4 is the port (see PostgreSQL's pidfile.h).
+        return int(lines[3]) if len(lines) > 3 and lines[3].strip().isdigit() else None
+
+    def _pg_ctl_start(self, port: int) -> None:
+        options = [
+            "-c listen_addresses=127.0.0.1",
+            f"-c port={port}",
+            f"-c unix_socket_directories={self.paths.socket_dir}",
+        ]
+        if not self._durable:
+            options += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
+        log.info("starting embedded PostgreSQL on 127.0.0.1:%d", port)
+        result = self._run(
+            [
+                str(self._bindir / "pg_ctl"),
+                "start",
+                "-D",
+                str(self.paths.data),
+                "-w",
+                "-t",
+                str(START_TIMEOUT_SECONDS),
+                "-l",
+                str(self.paths.log_file),
+                "-o",
+                " ".join(options),
+            ],
+            check=False,
+        )
+        if result.returncode != 0:
+            tail = self._log_tail()
+            raise EmbeddedPostgresError(
+                f"PostgreSQL did not start: {result.stderr.strip()}\n{tail}"
+            )
+
+    def _log_tail(self, lines: int = 20) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.paths.log_file.read_text().splitlines()[-lines:])
+        return ""
+
+    def _conninfo(self, dbname: str) -> str:
+        return make_conninfo(
+            "",
+            host=str(self.paths.socket_dir),
+            port=self._port,
+            user=SUPERUSER,
+            password=self._password(),
+            dbname=dbname,
+        )
+
+    def _ensure_database(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while True:
+            try:
+                with psycopg.connect(self._conninfo("postgres"), autocommit=True) as conn:
+                    exists = conn.execute(
+                        "SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)
+                    ).fetchone()
+                    if not exists:
+                        conn.execute(
+                            sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE_NAME))
+                        )
+                break
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+
+    def _run(self, argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+        if self._run_as is not None:
+            argv = ["runuser", "-u", self._run_as, "--", *argv]
+        result = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if check and result.returncode != 0:
+            raise EmbeddedPostgresError(
+                f"{' '.join(argv)} failed ({result.returncode}): {result.stderr.strip()}"
+            )
+        return result
+
+
+@contextlib.contextmanager
+def embedded_postgres(home: Path, *, durable: bool = True) -> Iterator[str]:
+    cluster = EmbeddedPostgres(home, durable=durable)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()

@@ -1,0 +1,55 @@
+"""Service configuration, read once from the environment (prefix ``MEMORY_``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_LOCAL_MODEL = "local:multilingual-e5-small"
+
+
+class Settings(BaseSettings):
+    """Every knob of the service. Field docs are the configuration reference in the README."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMORY_", extra="ignore", frozen=True)
+
+    # Where the embedded PostgreSQL cluster lives when no database URL is given.
+    home: Path = Path(".memory")
+    # libpq URL of an existing database; when unset, an embedded cluster under `home` is used.
+    database_url: str | None = None
+    pool_min_size: int = Field(default=2, ge=1)
+    pool_max_size: int = Field(default=10, ge=1)
+
+    # Embedding models, as `provider:name[@dims]` specs (see memory.infrastructure.embedding).
+    policy_model: str = DEFAULT_LOCAL_MODEL
+    history_model: str = DEFAULT_LOCAL_MODEL
+    ollama_url: str = "http://127.0.0.1:11434"
+    openai_base_url: str = "http://127.0.0.1:8000/v1"
+    openai_api_key: str | None = None
+    # Per-request timeout (seconds) for a remote model server, and how often to retry
+    # transient failures (connection refused, 5xx, timeouts) with exponential backoff.
+    model_timeout: float = Field(default=30.0, gt=0)
+    model_retries: int = Field(default=3, ge=0, le=10)
+
+    # Policy memory.
+    search_timeout: float = Field(default=2.0, gt=0)
+    projection_wait_timeout: float = Field(default=5.0, ge=0)
+    policy_max_content_chars: int = Field(default=100_000, ge=1)
+
+    # History search.
+    sweep_interval: float = Field(default=60.0, gt=0)
+    history_query_embed_timeout: float = Field(default=1.0, gt=0)
+    purge_interval: float = Field(default=3600.0, gt=0)
+    default_retention_days: int = Field(default=30, ge=1)
+
+    log_level: str = "INFO"
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        level = value.upper()
+        if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+            raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR")
+        return level

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+
+from memory.infrastructure.postgres.database import Database
+from memory.infrastructure.postgres.embedded import EmbeddedPostgres
+
+
+def test_two_homes_run_side_by_side_with_pgvector(cluster_home: Path) -> None:
+    a = EmbeddedPostgres(cluster_home / "a", durable=False)
+    b = EmbeddedPostgres(cluster_home / "b", durable=False)
+    with a, b:
+        assert a.url != b.url
+        for cluster in (a, b):
+            with psycopg.connect(cluster.url) as conn:
+                row = conn.execute(
+                    "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+                ).fetchone()
+                assert row is not None
+                major, minor = (int(x) for x in row[0].split(".")[:2])
+                assert (major, minor) >= (0, 7)
+
+
+def test_restart_keeps_data_and_second_process_attaches(cluster_home: Path) -> None:
+    first = EmbeddedPostgres(cluster_home / "home", durable=False)
+    with first:
+        with psycopg.connect(first.url) as conn:
+            conn.execute("CREATE TABLE kept (x int)")
+            conn.execute("INSERT INTO kept VALUES (42)")
+        attached = EmbeddedPostgres(cluster_home / "home", durable=False)
+        assert attached.start() == first.url
+        attached.stop()  # not the owner: must leave the server running
+        with psycopg.connect(first.url) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    again = EmbeddedPostgres(cluster_home / "home", durable=False)
+    with again, psycopg.connect(again.url) as conn:
+        assert conn.execute("SELECT x FROM kept").fetchone() == (42,)
+
+
+def test_migrations_apply_once(database_url: str) -> None:
+    db = Database(database_url)
+    db.open()
+    try:
+        first = db.migrate()
+        assert "0000_extensions.sql" in first
+        assert db.migrate() == []
+    finally:
+        db.close()
