@@ -26,12 +26,14 @@ def _serve(args: argparse.Namespace) -> int:
     with database_url(settings) as url:
         app = create_app(lambda: build_services(settings, url))
         log.info("serving on http://%s:%d", args.host, args.port)
+        # log_config=None: uvicorn's loggers propagate to ours, so everything has one format.
         uvicorn.run(
             app,
             host=args.host,
             port=args.port,
-            log_level=settings.log_level.lower(),
+            log_config=None,
             access_log=False,
+            timeout_graceful_shutdown=10,
         )
     return 0
 
