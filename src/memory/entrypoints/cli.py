@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -15,6 +16,16 @@ from memory.infrastructure.settings import Settings
 log = logging.getLogger("memory")
 
 
+class ShutdownRequested(Exception):
+    """SIGTERM arrived. uvicorn shuts down gracefully, then re-raises the signal it captured;
+    turning that into an exception lets `finally` blocks (stopping the embedded cluster) run
+    instead of the process dying on the default handler."""
+
+
+def _raise_shutdown(signum: int, frame: object) -> None:
+    raise ShutdownRequested
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -23,6 +34,7 @@ def _serve(args: argparse.Namespace) -> int:
     from memory.entrypoints.http.app import create_app
 
     settings: Settings = args.settings
+    signal.signal(signal.SIGTERM, _raise_shutdown)
     with database_url(settings) as url:
         app = create_app(lambda: build_services(settings, url))
         log.info("serving on http://%s:%d", args.host, args.port)
@@ -66,8 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.settings = settings
     try:
         return int(args.func(args))
-    except KeyboardInterrupt:
-        return 130
+    except (KeyboardInterrupt, ShutdownRequested):
+        return 0
 
 
 if __name__ == "__main__":
