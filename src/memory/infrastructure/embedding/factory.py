@@ -5,6 +5,10 @@ from __future__ import annotations
 from memory.application.embedding import EmbeddingModel
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 from memory.infrastructure.embedding.local_e5 import LOCAL_E5_NAME, LocalE5Model
+from memory.infrastructure.embedding.model_server import ModelServer, RetryPolicy
+from memory.infrastructure.embedding.ollama import OllamaEmbeddingModel
+from memory.infrastructure.embedding.openai_compatible import OpenAICompatibleEmbeddingModel
+from memory.infrastructure.embedding.remote_model import RemoteModel
 from memory.infrastructure.embedding.spec import InvalidModelSpec, ModelSpec
 from memory.infrastructure.settings import Settings
 
@@ -44,4 +48,35 @@ class ModelRegistry:
                     f"the only local model is local:{LOCAL_E5_NAME} (384 dims), got {spec}"
                 )
             return LocalE5Model()
-        raise InvalidModelSpec(f"provider {spec.provider!r} is not wired yet")
+        settings = self._settings
+        model = RemoteModel.resolve(spec)
+        policy = RetryPolicy(settings.model_retries)
+        if spec.provider == "ollama":
+            server = ModelServer(
+                model.identity.id,
+                settings.ollama_url,
+                timeout=settings.model_timeout,
+                policy=policy,
+            )
+            return OllamaEmbeddingModel(
+                model,
+                server,
+                max_batch=settings.model_max_batch,
+                keep_alive=settings.ollama_keep_alive,
+            )
+        if spec.provider == "openai":
+            key = settings.openai_api_key
+            server = ModelServer(
+                model.identity.id,
+                settings.openai_base_url,
+                timeout=settings.model_timeout,
+                policy=policy,
+                headers={"Authorization": f"Bearer {key}"} if key else None,
+            )
+            return OpenAICompatibleEmbeddingModel(
+                model,
+                server,
+                max_batch=settings.model_max_batch,
+                server_adds_prompts=settings.openai_server_adds_prompts,
+            )
+        raise InvalidModelSpec(f"provider {spec.provider!r} has no adapter")
