@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -46,6 +47,13 @@ class Settings(BaseSettings):
     search_timeout: float = Field(default=2.0, gt=0)
     projection_wait_timeout: float = Field(default=5.0, ge=0)
     policy_max_content_chars: int = Field(default=100_000, ge=1)
+    # Default similarity threshold for policy search when a request omits one; unset = the
+    # active model's default (0.75, or 0.80 for the local e5 model; see docs/policy.md).
+    policy_similarity_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    # "hnsw" (approximate, the HNSW index) or "exact" (full scan of the model's rows).
+    policy_search_mode: Literal["hnsw", "exact"] = "hnsw"
+    # HNSW candidate list size per search (pgvector `hnsw.ef_search`, 1..1000): recall vs speed.
+    policy_hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
 
     # History search.
     sweep_interval: float = Field(default=60.0, gt=0)
