@@ -42,6 +42,7 @@ class Recorded:
     method: str
     path: str
     body: Any
+    headers: dict[str, str]
 
 
 class FakeOllama:
@@ -58,6 +59,7 @@ class FakeOllama:
         self.models = ["embeddinggemma:latest", "bge-m3:latest"]
         self.requests: list[Recorded] = []
         self._script: deque[Reply] = deque()
+        self.probe_delay = 0.0
         self._release = threading.Event()
         self._lock = threading.Lock()
         fake = self
@@ -89,8 +91,7 @@ class FakeOllama:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def fail(
         self, status: int, body: Any, times: int = 1, headers: dict[str, str] | None = None
@@ -107,7 +108,7 @@ class FakeOllama:
         self._queue([Reply(dims=dims)] * times)
 
     def answer_body(self, body: Any) -> None:
-        """Answer the next embed request with this 200 body."""
+        """Answer the next embed request with this 200 body (JSON, or raw bytes)."""
         self._queue([Reply(body=body)])
 
     def _queue(self, replies: list[Reply]) -> None:
@@ -137,8 +138,10 @@ class FakeOllama:
 
     def _handle(self, handler: BaseHTTPRequestHandler, method: str, body: Any) -> None:
         with self._lock:
-            self.requests.append(Recorded(method, handler.path, body))
+            self.requests.append(Recorded(method, handler.path, body, dict(handler.headers)))
             reply = self._script.popleft() if method == "POST" and self._script else Reply()
+            if method == "GET":
+                reply.delay = self.probe_delay
         if reply.delay:
             self._release.wait(reply.delay)
         if method == "GET" and handler.path == "/api/tags":
@@ -149,7 +152,7 @@ class FakeOllama:
             answer = reply.body if reply.body is not None else self._embed(body, reply)
         else:
             reply, answer = Reply(status=404), {"error": "404 page not found"}
-        data = json.dumps(answer).encode()
+        data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
         handler.send_response(reply.status)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -16,12 +17,19 @@ from memory.infrastructure.embedding.model_catalog import (
     GEMMA_DOCUMENT_PROMPT,
     GEMMA_QUERY_PROMPT,
 )
-from memory.infrastructure.embedding.model_server import ModelServer, RetryPolicy
+from memory.infrastructure.embedding.model_server import (
+    ERROR_MESSAGE_CHARS,
+    PROBE_TIMEOUT,
+    ModelServer,
+    RetryPolicy,
+)
 from memory.infrastructure.embedding.ollama import OllamaEmbeddingModel
 from memory.infrastructure.embedding.remote_model import RemoteModel
 from memory.infrastructure.embedding.spec import ModelSpec
 
 MakeModel = Callable[..., OllamaEmbeddingModel]
+# conftest's FakeOllama: conftest modules are not importable under --import-mode=importlib.
+FakeOllama = Any
 
 
 @pytest.fixture
@@ -31,7 +39,7 @@ def sleeps() -> list[float]:
 
 
 @pytest.fixture
-def make_model(fake_ollama, sleeps: list[float]) -> Iterator[MakeModel]:
+def make_model(fake_ollama: FakeOllama, sleeps: list[float]) -> Iterator[MakeModel]:
     made: list[OllamaEmbeddingModel] = []
 
     def make(
@@ -61,7 +69,7 @@ def make_model(fake_ollama, sleeps: list[float]) -> Iterator[MakeModel]:
         adapter.close()
 
 
-def expected(fake_ollama, text: str, dims: int | None = None) -> EmbeddingVector:
+def expected(fake_ollama: FakeOllama, text: str, dims: int | None = None) -> EmbeddingVector:
     full = EmbeddingVector.of(fake_ollama.vector_for(text, fake_ollama.native_dims))
     return full.truncated(dims) if dims else full
 
@@ -72,7 +80,7 @@ def assert_close(a: EmbeddingVector, b: EmbeddingVector) -> None:
 
 
 def test_documents_are_embedded_in_one_request_with_the_document_prompt(
-    fake_ollama, make_model: MakeModel
+    fake_ollama: FakeOllama, make_model: MakeModel
 ) -> None:
     model = make_model("ollama:embeddinggemma")
     texts = ["refund policy", "password reset", "holiday calendar"]
@@ -91,7 +99,7 @@ def test_documents_are_embedded_in_one_request_with_the_document_prompt(
         assert_close(vector, expected(fake_ollama, GEMMA_DOCUMENT_PROMPT + text))
 
 
-def test_a_query_gets_the_query_prompt(fake_ollama, make_model: MakeModel) -> None:
+def test_a_query_gets_the_query_prompt(fake_ollama: FakeOllama, make_model: MakeModel) -> None:
     model = make_model("ollama:embeddinggemma", keep_alive="30m")
 
     vector = model.embed_query("how do I reset my password")
@@ -103,7 +111,9 @@ def test_a_query_gets_the_query_prompt(fake_ollama, make_model: MakeModel) -> No
     assert math.isclose(vector.norm(), 1.0)
 
 
-def test_e5_gets_its_prefixes_and_bge_m3_none(fake_ollama, make_model: MakeModel) -> None:
+def test_e5_gets_its_prefixes_and_bge_m3_none(
+    fake_ollama: FakeOllama, make_model: MakeModel
+) -> None:
     fake_ollama.native_dims = 384
     e5 = make_model("ollama:jeffh/intfloat-multilingual-e5-small:f16")
     e5.embed_query("q")
@@ -118,7 +128,7 @@ def test_e5_gets_its_prefixes_and_bge_m3_none(fake_ollama, make_model: MakeModel
 
 
 def test_inputs_beyond_the_batch_size_go_in_several_requests_in_order(
-    fake_ollama, make_model: MakeModel
+    fake_ollama: FakeOllama, make_model: MakeModel
 ) -> None:
     model = make_model("ollama:bge-m3", max_batch=2)
     fake_ollama.native_dims = 1024
@@ -131,13 +141,13 @@ def test_inputs_beyond_the_batch_size_go_in_several_requests_in_order(
         assert_close(vector, expected(fake_ollama, text))
 
 
-def test_no_texts_means_no_request(fake_ollama, make_model: MakeModel) -> None:
+def test_no_texts_means_no_request(fake_ollama: FakeOllama, make_model: MakeModel) -> None:
     assert make_model().embed_documents([]) == []
     assert fake_ollama.posts() == []
 
 
 def test_server_errors_are_retried_with_backoff_until_success(
-    fake_ollama, make_model: MakeModel, sleeps: list[float]
+    fake_ollama: FakeOllama, make_model: MakeModel, sleeps: list[float]
 ) -> None:
     model = make_model(retries=3)
     fake_ollama.fail(500, {"error": "llama runner process has terminated"}, times=2)
@@ -150,7 +160,7 @@ def test_server_errors_are_retried_with_backoff_until_success(
 
 
 def test_transient_failures_past_the_retry_budget_are_model_unavailable(
-    fake_ollama, make_model: MakeModel, sleeps: list[float]
+    fake_ollama: FakeOllama, make_model: MakeModel, sleeps: list[float]
 ) -> None:
     model = make_model(retries=2)
     fake_ollama.fail(503, {"error": "server busy"}, times=3)
@@ -168,7 +178,7 @@ def test_transient_failures_past_the_retry_budget_are_model_unavailable(
 
 
 def test_too_many_requests_waits_as_long_as_the_server_asks(
-    fake_ollama, make_model: MakeModel, sleeps: list[float]
+    fake_ollama: FakeOllama, make_model: MakeModel, sleeps: list[float]
 ) -> None:
     model = make_model(retries=1)
     fake_ollama.fail(429, {"error": "slow down"}, headers={"Retry-After": "3"})
@@ -179,7 +189,7 @@ def test_too_many_requests_waits_as_long_as_the_server_asks(
 
 
 def test_a_server_that_hangs_times_out_and_is_retried(
-    fake_ollama, make_model: MakeModel, sleeps: list[float]
+    fake_ollama: FakeOllama, make_model: MakeModel, sleeps: list[float]
 ) -> None:
     model = make_model(retries=1, timeout=0.2)
     fake_ollama.hold_back(5.0, times=2)
@@ -193,7 +203,9 @@ def test_a_server_that_hangs_times_out_and_is_retried(
     assert "no answer within 0.2s" in str(caught.value)
 
 
-def test_a_hang_followed_by_an_answer_succeeds(fake_ollama, make_model: MakeModel) -> None:
+def test_a_hang_followed_by_an_answer_succeeds(
+    fake_ollama: FakeOllama, make_model: MakeModel
+) -> None:
     model = make_model(retries=1, timeout=0.2)
     fake_ollama.hold_back(5.0)
 
@@ -201,7 +213,7 @@ def test_a_hang_followed_by_an_answer_succeeds(fake_ollama, make_model: MakeMode
 
 
 def test_an_unknown_model_is_misconfigured_and_not_retried(
-    fake_ollama, make_model: MakeModel, sleeps: list[float]
+    fake_ollama: FakeOllama, make_model: MakeModel, sleeps: list[float]
 ) -> None:
     model = make_model(retries=3)
     fake_ollama.fail(404, {"error": 'model "embeddinggemma" not found, try pulling it first'})
@@ -216,7 +228,7 @@ def test_an_unknown_model_is_misconfigured_and_not_retried(
 
 
 def test_a_rejected_payload_is_input_rejected_and_not_retried(
-    fake_ollama, make_model: MakeModel, sleeps: list[float]
+    fake_ollama: FakeOllama, make_model: MakeModel, sleeps: list[float]
 ) -> None:
     model = make_model(retries=3)
     fake_ollama.fail(400, {"error": "input length exceeds the context length"})
@@ -229,7 +241,9 @@ def test_a_rejected_payload_is_input_rejected_and_not_retried(
     assert "400" in str(caught.value) and "context length" in str(caught.value)
 
 
-def test_fewer_dims_than_configured_is_misconfigured(fake_ollama, make_model: MakeModel) -> None:
+def test_fewer_dims_than_configured_is_misconfigured(
+    fake_ollama: FakeOllama, make_model: MakeModel
+) -> None:
     model = make_model("ollama:bge-m3")
     fake_ollama.answer_dims(768)
 
@@ -238,7 +252,7 @@ def test_fewer_dims_than_configured_is_misconfigured(fake_ollama, make_model: Ma
 
 
 def test_more_dims_from_a_model_not_trained_to_be_shortened_is_misconfigured(
-    fake_ollama, make_model: MakeModel
+    fake_ollama: FakeOllama, make_model: MakeModel
 ) -> None:
     model = make_model("ollama:my-custom-embedder@384")
     fake_ollama.answer_dims(768)
@@ -250,7 +264,7 @@ def test_more_dims_from_a_model_not_trained_to_be_shortened_is_misconfigured(
 
 
 def test_embeddinggemma_at_384_is_shortened_client_side_when_the_server_ignores_dimensions(
-    fake_ollama, make_model: MakeModel
+    fake_ollama: FakeOllama, make_model: MakeModel
 ) -> None:
     model = make_model("ollama:embeddinggemma@384")
 
@@ -265,7 +279,7 @@ def test_embeddinggemma_at_384_is_shortened_client_side_when_the_server_ignores_
 
 
 def test_embeddinggemma_at_384_is_taken_as_is_when_the_server_shortens_it(
-    fake_ollama, make_model: MakeModel
+    fake_ollama: FakeOllama, make_model: MakeModel
 ) -> None:
     fake_ollama.honours_dimensions = True
     model = make_model("ollama:embeddinggemma@384")
@@ -286,7 +300,9 @@ def test_embeddinggemma_at_384_is_taken_as_is_when_the_server_shortens_it(
     ],
     ids=["too-few", "not-numbers", "zero-vector", "no-embeddings", "not-an-object"],
 )
-def test_a_malformed_answer_is_misconfigured(fake_ollama, make_model: MakeModel, body) -> None:
+def test_a_malformed_answer_is_misconfigured(
+    fake_ollama: FakeOllama, make_model: MakeModel, body: object
+) -> None:
     model = make_model()
     fake_ollama.answer_body(body)
 
@@ -294,14 +310,18 @@ def test_a_malformed_answer_is_misconfigured(fake_ollama, make_model: MakeModel,
         model.embed_query("hello")
 
 
-def test_status_reports_a_pulled_model_as_available(fake_ollama, make_model: MakeModel) -> None:
+def test_status_reports_a_pulled_model_as_available(
+    fake_ollama: FakeOllama, make_model: MakeModel
+) -> None:
     status = make_model("ollama:embeddinggemma@384").status()
 
     assert status.available
     assert (status.model, status.dimensions) == ("ollama:embeddinggemma@384", 384)
 
 
-def test_status_tells_a_model_that_is_not_pulled(fake_ollama, make_model: MakeModel) -> None:
+def test_status_tells_a_model_that_is_not_pulled(
+    fake_ollama: FakeOllama, make_model: MakeModel
+) -> None:
     fake_ollama.native_dims = 1024
     status = make_model("ollama:mxbai-embed-large").status()
 
@@ -314,3 +334,75 @@ def test_status_of_an_unreachable_server_does_not_raise(make_model: MakeModel) -
 
     assert not status.available
     assert "cannot reach the server" in status.detail
+
+
+def test_status_of_a_hanging_server_answers_within_the_probe_timeout(
+    fake_ollama: FakeOllama, make_model: MakeModel
+) -> None:
+    fake_ollama.probe_delay = 10.0
+    model = make_model(timeout=30.0)
+
+    started = time.monotonic()
+    status = model.status()
+
+    assert time.monotonic() - started < PROBE_TIMEOUT + 1.0
+    assert not status.available
+    assert f"no answer within {PROBE_TIMEOUT:g}s" in status.detail
+
+
+def test_errors_quote_the_servers_message_but_never_the_input(
+    fake_ollama: FakeOllama, make_model: MakeModel
+) -> None:
+    model = make_model()
+    fake_ollama.fail(422, {"detail": [{"msg": "value is not valid", "input": "SECRET TEXT"}]})
+    fake_ollama.fail(400, {"error": "x" * 1000})
+
+    with pytest.raises(InputRejected) as first:
+        model.embed_documents(["SECRET TEXT"])
+    with pytest.raises(InputRejected) as second:
+        model.embed_documents(["hello"])
+
+    assert "value is not valid" in str(first.value)
+    assert "SECRET" not in str(first.value)
+    assert "x" * ERROR_MESSAGE_CHARS in str(second.value)
+    assert "x" * (ERROR_MESSAGE_CHARS + 1) not in str(second.value)
+
+
+def test_a_body_that_is_not_json_is_misconfigured(
+    fake_ollama: FakeOllama, make_model: MakeModel
+) -> None:
+    fake_ollama.answer_body(b"<html>proxy login</html>")
+
+    with pytest.raises(ModelMisconfigured, match="not JSON"):
+        make_model().embed_query("hello")
+
+
+def test_an_unknown_route_is_misconfigured_for_requests_and_probes(fake_ollama: FakeOllama) -> None:
+    server = ModelServer("m", fake_ollama.url, timeout=5.0, policy=RetryPolicy(0))
+    try:
+        with pytest.raises(ModelMisconfigured, match="404"):
+            server.post("/no/such/route", {})
+        with pytest.raises(ModelMisconfigured, match="404"):
+            server.get("/no/such/route")
+    finally:
+        server.close()
+
+
+def test_configured_headers_are_sent_with_every_request(fake_ollama: FakeOllama) -> None:
+    server = ModelServer(
+        "m",
+        fake_ollama.url,
+        timeout=5.0,
+        policy=RetryPolicy(0),
+        headers={"Authorization": "Bearer secret-key"},
+    )
+    try:
+        server.post("/api/embed", {"model": "bge-m3", "input": ["a"]})
+        server.get("/api/version")
+    finally:
+        server.close()
+
+    assert [r.headers.get("Authorization") for r in fake_ollama.requests] == [
+        "Bearer secret-key",
+        "Bearer secret-key",
+    ]
