@@ -46,7 +46,8 @@ class Recorded:
 
 
 class FakeOllama:
-    """Speaks enough of Ollama's API (/api/embed, /api/tags, /api/version) over real HTTP.
+    """Speaks enough of Ollama's API (/api/embed, /api/tags, /api/version) over real HTTP,
+    and OpenAI's /v1/embeddings for the cases a real server will not produce.
 
     Embeddings are deterministic pseudo-random unit vectors of `native_dims` derived from the
     text, so tests can compute what the adapter must return. With `honours_dimensions` it
@@ -150,6 +151,8 @@ class FakeOllama:
             answer = {"version": "0.11.10"}
         elif method == "POST" and handler.path == "/api/embed":
             answer = reply.body if reply.body is not None else self._embed(body, reply)
+        elif method == "POST" and handler.path == "/v1/embeddings":
+            answer = reply.body if reply.body is not None else self._openai(body, reply)
         else:
             reply, answer = Reply(status=404), {"error": "404 page not found"}
         data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
@@ -169,6 +172,13 @@ class FakeOllama:
         if self.honours_dimensions and wanted and reply.dims is None:
             vectors = [_renormalised(v[:wanted]) for v in vectors]
         return {"model": body["model"], "embeddings": vectors}
+
+    def _openai(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        """OpenAI's shape, with `data` deliberately in reverse order: only `index` ties an
+        embedding to its input."""
+        vectors = self._embed(body, reply)["embeddings"]
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+        return {"object": "list", "model": body["model"], "data": data[::-1]}
 
 
 def _renormalised(values: list[float]) -> list[float]:

