@@ -1,0 +1,171 @@
+"""StoreEmbedding and UpdateEmbedding: validate, embed (outside any transaction), record the
+event, then wait until the read model reflects it so that a search right after finds it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from memory.application.embedding import EmbeddingModel
+from memory.application.policy.ports import PolicyEventLog, ProjectionWaiter, RecordConflict
+from memory.domain.embedding import EmbeddingVector
+from memory.domain.errors import AlreadyExists, InvalidInput, NotFound
+from memory.domain.policy.aggregate import PolicyEmbedding
+from memory.domain.policy.content import PolicyContent
+from memory.domain.policy.dimensionality import FixedDimensionality
+from memory.domain.policy.embedding_ref import embedding_ref_for
+from memory.domain.policy.metadata import PolicyMetadata
+from memory.domain.policy.policy_id import PolicyId
+
+log = logging.getLogger(__name__)
+
+# A concurrent update of the same policy makes `save` fail; the update is re-applied to the
+# newer version this many times in all before the conflict is reported (409).
+UPDATE_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class StoreReceipt:
+    """What a write returns. `searchable` is False when the projection did not catch up
+    within `projection_wait_timeout`: the write is recorded and will become searchable."""
+
+    policy_id: str
+    embedding_ref: UUID
+    version: int
+    model: str
+    dimensions: int
+    stored_at: datetime
+    searchable: bool
+
+
+@dataclass(frozen=True)
+class NewPolicy:
+    policy_id: str
+    content: str
+    metadata: Any = None
+
+
+class PolicyCommands:
+    def __init__(
+        self,
+        log: PolicyEventLog,
+        model: EmbeddingModel,
+        waiter: ProjectionWaiter,
+        *,
+        max_content_chars: int,
+        wait_timeout: float,
+    ) -> None:
+        FixedDimensionality.check_model(model.identity)
+        self._log = log
+        self._model = model
+        self._waiter = waiter
+        self._max_content_chars = max_content_chars
+        self._wait_timeout = wait_timeout
+
+    def store(self, policy_id: str, content: str, metadata: Any = None) -> StoreReceipt:
+        return self.store_many([NewPolicy(policy_id, content, metadata)])[0]
+
+    def store_many(self, policies: Sequence[NewPolicy]) -> list[StoreReceipt]:
+        """Store several new policies in one transaction (all or none), embedding their texts
+        in one model call. `store` is the one-policy case."""
+        parsed = [
+            self._parse_new(p, i if len(policies) > 1 else None) for i, p in enumerate(policies)
+        ]
+        ids = [pid for pid, _, _ in parsed]
+        if len(set(ids)) != len(ids):
+            raise InvalidInput("policies", "the same policy_id appears twice")
+        for pid in ids:
+            if self._log.get(pid) is not None:
+                raise AlreadyExists(
+                    f"policy {pid} already exists; update it with PUT /v1/policies/{pid}",
+                    details={"policy_id": str(pid)},
+                )
+        vectors = self._embed([content for _, content, _ in parsed])
+        aggregates = [
+            PolicyEmbedding.store(pid, content, metadata, self._model.identity, vector)
+            for (pid, content, metadata), vector in zip(parsed, vectors, strict=True)
+        ]
+        try:
+            notification_id = self._log.save(*aggregates)
+        except RecordConflict:
+            raise AlreadyExists(
+                "a policy with this id was stored concurrently",
+                details={"policy_ids": [str(pid) for pid in ids]},
+            ) from None
+        searchable = self._waiter.wait(notification_id, self._wait_timeout)
+        return [self._receipt(a, searchable) for a in aggregates]
+
+    def update(self, policy_id: str, content: str, metadata: Any = None) -> StoreReceipt:
+        """New content is re-embedded; unchanged content with new metadata records a
+        metadata-only version (no embedding); `metadata` omitted keeps the current one; a
+        request that changes nothing records nothing and returns the current version."""
+        pid = PolicyId.parse(policy_id)
+        new_content = PolicyContent.parse(content, max_chars=self._max_content_chars)
+        new_metadata = None if metadata is None else PolicyMetadata.parse(metadata)
+        vector: EmbeddingVector | None = None
+        for attempt in range(1, UPDATE_ATTEMPTS + 1):
+            aggregate = self._log.get(pid)
+            if aggregate is None:
+                raise NotFound(
+                    f"policy {pid} does not exist; store it with POST /v1/policies",
+                    details={"policy_id": str(pid)},
+                )
+            resulting_metadata = aggregate.metadata if new_metadata is None else new_metadata
+            if aggregate.has_new_content(new_content):
+                if vector is None:
+                    vector = self._embed([new_content])[0]
+                aggregate.update_content(
+                    new_content, resulting_metadata, self._model.identity, vector
+                )
+            elif not aggregate.update_metadata(resulting_metadata):
+                head = self._log.head()
+                searchable = head is None or self._waiter.wait(head, self._wait_timeout)
+                return self._receipt(aggregate, searchable)
+            try:
+                notification_id = self._log.save(aggregate)
+            except RecordConflict:
+                log.info("policy %s changed concurrently (attempt %d)", pid, attempt)
+                continue
+            searchable = self._waiter.wait(notification_id, self._wait_timeout)
+            return self._receipt(aggregate, searchable)
+        raise AlreadyExists(
+            f"policy {pid} is being changed concurrently; retry",
+            details={"policy_id": str(pid)},
+        )
+
+    def _parse_new(
+        self, policy: NewPolicy, index: int | None
+    ) -> tuple[PolicyId, PolicyContent, PolicyMetadata]:
+        prefix = "" if index is None else f"policies.{index}."
+        return (
+            PolicyId.parse(policy.policy_id, field=f"{prefix}policy_id"),
+            PolicyContent.parse(
+                policy.content, max_chars=self._max_content_chars, field=f"{prefix}content"
+            ),
+            PolicyMetadata.parse(policy.metadata, field=f"{prefix}metadata"),
+        )
+
+    def _embed(self, contents: Sequence[PolicyContent]) -> list[EmbeddingVector]:
+        vectors = self._model.embed_documents([c.text for c in contents])
+        if len(vectors) != len(contents):
+            raise RuntimeError(
+                f"model {self._model.identity.id} returned {len(vectors)} vectors "
+                f"for {len(contents)} texts"
+            )
+        return [FixedDimensionality.check_vector(self._model.identity, v) for v in vectors]
+
+    @staticmethod
+    def _receipt(aggregate: PolicyEmbedding, searchable: bool) -> StoreReceipt:
+        return StoreReceipt(
+            policy_id=aggregate.policy_id,
+            embedding_ref=embedding_ref_for(aggregate.id),
+            version=aggregate.version,
+            model=aggregate.model,
+            dimensions=len(aggregate.vector),
+            stored_at=aggregate.modified_on,
+            searchable=searchable,
+        )

@@ -1,0 +1,167 @@
+"""SearchEmbeddings, GetPolicyByEmbedding and the version history: reads of the projection
+(and, for versions, of the event log), each within its time budget."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from memory.application.embedding import EmbeddingModel
+from memory.application.policy.deadline import Clock, Deadline
+from memory.application.policy.ports import PolicyEventLog, PolicyReadModel
+from memory.domain.embedding import EmbeddingVector
+from memory.domain.errors import InvalidInput, NotFound
+from memory.domain.policy.cursor import CursorCodec, SearchCursor
+from memory.domain.policy.dimensionality import FixedDimensionality
+from memory.domain.policy.embedding_ref import parse_embedding_ref
+from memory.domain.policy.filters import SearchFilter
+from memory.domain.policy.pagination import PageRequest
+from memory.domain.policy.policy_id import PolicyId
+from memory.domain.policy.search import (
+    PolicyDocument,
+    SearchRequest,
+    SimilarityResult,
+    parse_query_text,
+)
+from memory.domain.policy.threshold import SimilarityThreshold
+from memory.domain.policy.versions import PolicyVersion, version_history
+
+ORIGINS = ("direct", "search")
+
+
+@dataclass(frozen=True)
+class SearchAnswer:
+    results: list[SimilarityResult]
+    next_cursor: str | None
+    model: str
+    threshold: float
+    embed_seconds: float
+    database_seconds: float
+
+
+class PolicyQueries:
+    def __init__(
+        self,
+        log: PolicyEventLog,
+        read_model: PolicyReadModel,
+        model: EmbeddingModel,
+        cursors: CursorCodec,
+        *,
+        search_timeout: float,
+        default_threshold: float | None = None,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        FixedDimensionality.check_model(model.identity)
+        if read_model.model_id != model.identity.id:
+            raise ValueError("the read model must be read for the active model")
+        self._log = log
+        self._read_model = read_model
+        self._model = model
+        self._cursors = cursors
+        self._search_timeout = search_timeout
+        self._default_threshold = SimilarityThreshold.default_for(
+            model.identity.id, default_threshold
+        )
+        self._clock = clock
+
+    @property
+    def default_threshold(self) -> SimilarityThreshold:
+        return self._default_threshold
+
+    def deadline(self) -> Deadline:
+        """A fresh search budget (`MEMORY_SEARCH_TIMEOUT`)."""
+        return Deadline.after(self._search_timeout, clock=self._clock)
+
+    def search(
+        self,
+        query: str,
+        *,
+        similarity_threshold: float | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        cursor: str | None = None,
+        max_results: int | None = None,
+        filter: Any = None,
+        deadline: Deadline | None = None,
+    ) -> SearchAnswer:
+        budget = deadline or self.deadline()
+        request = SearchRequest(
+            query=parse_query_text(query),
+            threshold=(
+                self._default_threshold
+                if similarity_threshold is None
+                else SimilarityThreshold.parse(similarity_threshold)
+            ),
+            page=PageRequest.parse(
+                limit=limit, offset=offset, cursor=cursor, max_results=max_results
+            ),
+            filter=SearchFilter.parse(filter),
+        )
+        fingerprint = request.fingerprint(self._model.identity.id)
+        after = (
+            None
+            if request.page.cursor is None
+            else self._cursors.decode(request.page.cursor, fingerprint=fingerprint)
+        )
+        started = self._clock()
+        vector = self._embed_query(request.query, budget)
+        embedded = self._clock()
+        rows = self._read_model.search(
+            vector, request, after, budget.check("before querying the database")
+        )
+        finished = self._clock()
+        next_cursor = None
+        if rows.has_more and rows.results:
+            last = rows.results[-1]
+            next_cursor = self._cursors.encode(
+                SearchCursor(last.distance, last.embedding_ref, fingerprint)
+            )
+        return SearchAnswer(
+            results=list(rows.results),
+            next_cursor=next_cursor,
+            model=self._model.identity.id,
+            threshold=request.threshold.value,
+            embed_seconds=embedded - started,
+            database_seconds=finished - embedded,
+        )
+
+    def get_by_embedding(
+        self,
+        embedding_ref: str,
+        *,
+        origin: str = "direct",
+        query: str | None = None,
+        deadline: Deadline | None = None,
+    ) -> PolicyDocument:
+        ref = parse_embedding_ref(embedding_ref)
+        if origin not in ORIGINS:
+            raise InvalidInput("origin", f"must be one of {', '.join(ORIGINS)}, got {origin!r}")
+        if origin == "search" and query is None:
+            raise InvalidInput("query", "is required when origin=search")
+        if origin == "direct" and query is not None:
+            raise InvalidInput("query", "is only used with origin=search")
+        budget = deadline or self.deadline()
+        vector = None
+        if query is not None:
+            vector = self._embed_query(parse_query_text(query), budget)
+        document = self._read_model.get(ref, vector, budget.check("before querying the database"))
+        if document is None:
+            raise NotFound(
+                f"no policy embedding {ref} for model {self._model.identity.id}",
+                details={"embedding_ref": str(ref)},
+            )
+        return document
+
+    def versions(self, policy_id: str) -> list[PolicyVersion]:
+        pid = PolicyId.parse(policy_id)
+        history = version_history(self._log.events(pid))
+        if not history:
+            raise NotFound(f"policy {pid} does not exist", details={"policy_id": str(pid)})
+        return history
+
+    def _embed_query(self, text: str, budget: Deadline) -> EmbeddingVector:
+        budget.check("before embedding the query")
+        vector = self._model.embed_query(text)
+        budget.check("embedding the query")
+        return FixedDimensionality.check_vector(self._model.identity, vector)

@@ -1,0 +1,147 @@
+"""`PolicyEmbedding`: one policy's text, metadata and the vector computed from it, as an
+event-sourced aggregate. Its events are the version history and the source of truth; the
+searchable table is a projection of them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import NAMESPACE_URL, UUID, uuid5
+
+from eventsourcing.domain import Aggregate, event
+
+from memory.domain.embedding import EmbeddingVector, ModelIdentity
+from memory.domain.policy.content import PolicyContent, content_sha256
+from memory.domain.policy.dimensionality import FixedDimensionality
+from memory.domain.policy.metadata import PolicyMetadata
+from memory.domain.policy.policy_id import PolicyId
+
+POLICY_NAMESPACE = uuid5(NAMESPACE_URL, "memory:policy")
+
+
+class PolicyEmbedding(Aggregate):
+    """Events carry plain JSON types only (str, int, list[float], datetime), so the library's
+    default JSON transcoder stores them; metadata travels as canonical JSON text so that no
+    client-chosen object can be mistaken for a transcoded value (see docs/adr/0021)."""
+
+    class Stored(Aggregate.Created):
+        policy_id: str
+        content: str
+        metadata: str
+        model: str
+        dimensions: int
+        vector: list[float]
+
+    class ContentUpdated(Aggregate.Event):
+        """New text and its new vector. Carries everything a read-model row needs (policy id,
+        first-stored time, metadata), so a projection never has to look backwards."""
+
+        policy_id: str
+        stored_at: datetime
+        content: str
+        metadata: str
+        model: str
+        dimensions: int
+        vector: list[float]
+
+    class MetadataUpdated(Aggregate.Event):
+        """Metadata changed, text did not: nothing is re-embedded, the vector stays."""
+
+        metadata: str
+
+    @staticmethod
+    def create_id(policy_id: str) -> UUID:
+        return uuid5(POLICY_NAMESPACE, policy_id)
+
+    @classmethod
+    def store(
+        cls,
+        policy_id: PolicyId,
+        content: PolicyContent,
+        metadata: PolicyMetadata,
+        model: ModelIdentity,
+        vector: EmbeddingVector,
+    ) -> PolicyEmbedding:
+        FixedDimensionality.check_vector(model, vector)
+        return cls(
+            policy_id=policy_id.value,
+            content=content.text,
+            metadata=metadata.canonical(),
+            model=model.id,
+            dimensions=vector.dimensions,
+            vector=list(vector.values),
+        )
+
+    @event(Stored)
+    def __init__(
+        self,
+        policy_id: str,
+        content: str,
+        metadata: str,
+        model: str,
+        dimensions: int,
+        vector: list[float],
+    ) -> None:
+        self.policy_id = policy_id
+        self._apply_content(content, metadata, model, vector)
+
+    def has_new_content(self, content: PolicyContent) -> bool:
+        return content.text != self.content
+
+    def update_content(
+        self,
+        content: PolicyContent,
+        metadata: PolicyMetadata,
+        model: ModelIdentity,
+        vector: EmbeddingVector,
+    ) -> None:
+        if not self.has_new_content(content):
+            raise ValueError("content is unchanged; use update_metadata")
+        FixedDimensionality.check_vector(model, vector)
+        self._update_content(
+            policy_id=self.policy_id,
+            stored_at=self.created_on,
+            content=content.text,
+            metadata=metadata.canonical(),
+            model=model.id,
+            dimensions=vector.dimensions,
+            vector=list(vector.values),
+        )
+
+    def update_metadata(self, metadata: PolicyMetadata) -> bool:
+        """Record new metadata; False (and no event) when it equals the current one."""
+        canonical = metadata.canonical()
+        if canonical == self.metadata_json:
+            return False
+        self._update_metadata(metadata=canonical)
+        return True
+
+    @event(ContentUpdated)
+    def _update_content(
+        self,
+        policy_id: str,
+        stored_at: datetime,
+        content: str,
+        metadata: str,
+        model: str,
+        dimensions: int,
+        vector: list[float],
+    ) -> None:
+        self._apply_content(content, metadata, model, vector)
+
+    @event(MetadataUpdated)
+    def _update_metadata(self, metadata: str) -> None:
+        self.metadata_json = metadata
+
+    def _apply_content(self, content: str, metadata: str, model: str, vector: list[float]) -> None:
+        self.content = content
+        self.metadata_json = metadata
+        self.model = model
+        self.vector = vector
+
+    @property
+    def metadata(self) -> PolicyMetadata:
+        return PolicyMetadata.from_canonical(self.metadata_json)
+
+    @property
+    def content_sha256(self) -> str:
+        return content_sha256(self.content)

@@ -1,0 +1,186 @@
+"""MetadataFiltering: the shapes a search may filter on, validated before any SQL exists.
+
+    {"source": "hr", "title": "Leave policy",
+     "tags": {"any": ["travel", "expenses"]} | {"all": [...]},
+     "metadata": {"department": "finance", "level": 2},
+     "timestamp": {"gte": "2026-01-01T00:00:00Z", "lt": "2027-01-01T00:00:00Z"}}
+
+Every key is optional; all given conditions must hold. Anything else is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from memory.domain.errors import InvalidInput
+
+FILTER_KEYS = ("source", "title", "tags", "metadata", "timestamp")
+TIME_BOUNDS = ("gte", "gt", "lte", "lt")
+MAX_FILTER_TAGS = 50
+MAX_FILTER_METADATA_KEYS = 20
+MAX_FILTER_TEXT_CHARS = 500
+
+Scalar = str | int | float | bool | None
+
+
+class TagMode(StrEnum):
+    ANY = "any"
+    ALL = "all"
+
+
+@dataclass(frozen=True, slots=True)
+class TagMatch:
+    mode: TagMode
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TimeRange:
+    """Bounds on a result's `timestamp` (when its current version was recorded)."""
+
+    gte: datetime | None = None
+    gt: datetime | None = None
+    lte: datetime | None = None
+    lt: datetime | None = None
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    source: str | None = None
+    title: str | None = None
+    tags: TagMatch | None = None
+    metadata: Mapping[str, Scalar] = field(default_factory=dict)
+    timestamp: TimeRange | None = None
+
+    @classmethod
+    def parse(cls, data: Any, *, field: str = "filter") -> SearchFilter:
+        if data is None:
+            return cls()
+        if not isinstance(data, dict):
+            raise InvalidInput(field, "must be a JSON object")
+        unknown = sorted(set(data) - set(FILTER_KEYS))
+        if unknown:
+            raise InvalidInput(
+                f"{field}.{unknown[0]}",
+                f"unknown filter; known: {', '.join(FILTER_KEYS)}",
+            )
+        return cls(
+            source=_text(data.get("source"), f"{field}.source"),
+            title=_text(data.get("title"), f"{field}.title"),
+            tags=_tags(data.get("tags"), f"{field}.tags"),
+            metadata=_metadata(data.get("metadata"), f"{field}.metadata"),
+            timestamp=_time_range(data.get("timestamp"), f"{field}.timestamp"),
+        )
+
+    @property
+    def is_empty(self) -> bool:
+        return self == SearchFilter()
+
+    def canonical(self) -> str:
+        """Equal filters give equal text (part of a cursor's search fingerprint)."""
+        data: dict[str, Any] = {"source": self.source, "title": self.title}
+        if self.tags is not None:
+            data["tags"] = {self.tags.mode.value: sorted(self.tags.tags)}
+        data["metadata"] = dict(self.metadata)
+        if self.timestamp is not None:
+            data["timestamp"] = {
+                bound: value.isoformat()
+                for bound in TIME_BOUNDS
+                if (value := getattr(self.timestamp, bound)) is not None
+            }
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _text(value: Any, field: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(field, "must be a string")
+    if len(value) > MAX_FILTER_TEXT_CHARS:
+        raise InvalidInput(field, f"must be at most {MAX_FILTER_TEXT_CHARS} characters")
+    if "\x00" in value:
+        raise InvalidInput(field, "must not contain NUL characters")
+    return value
+
+
+def _tags(value: Any, field: str) -> TagMatch | None:
+    if value is None:
+        return None
+    modes = [m.value for m in TagMode]
+    if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in modes:
+        raise InvalidInput(field, 'must be {"any": [tags]} or {"all": [tags]}')
+    mode, tags = next(iter(value.items()))
+    if not isinstance(tags, list) or not tags:
+        raise InvalidInput(f"{field}.{mode}", "must be a non-empty list of strings")
+    if len(tags) > MAX_FILTER_TAGS:
+        raise InvalidInput(f"{field}.{mode}", f"must have at most {MAX_FILTER_TAGS} tags")
+    checked = tuple(_text(tag, f"{field}.{mode}.{i}") for i, tag in enumerate(tags))
+    if any(tag is None for tag in checked):
+        raise InvalidInput(f"{field}.{mode}", "tags must be strings")
+    return TagMatch(TagMode(mode), tuple(t for t in checked if t is not None))
+
+
+def _metadata(value: Any, field: str) -> dict[str, Scalar]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not value:
+        raise InvalidInput(field, "must be a non-empty object of key: value pairs")
+    if len(value) > MAX_FILTER_METADATA_KEYS:
+        raise InvalidInput(field, f"must have at most {MAX_FILTER_METADATA_KEYS} keys")
+    out: dict[str, Scalar] = {}
+    for key, item in value.items():
+        path = f"{field}.{key}"
+        if not key or "\x00" in key:
+            raise InvalidInput(path, "keys must be non-empty and free of NUL")
+        if isinstance(item, dict | list):
+            raise InvalidInput(path, "must be a string, number, boolean or null (equality)")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise InvalidInput(path, "numbers must be finite")
+        if isinstance(item, str) and "\x00" in item:
+            raise InvalidInput(path, "must not contain NUL characters")
+        if item is not None and not isinstance(item, str | int | float | bool):
+            raise InvalidInput(path, "must be a string, number, boolean or null")
+        out[key] = item
+    return out
+
+
+def _time_range(value: Any, field: str) -> TimeRange | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not value:
+        raise InvalidInput(field, f"must be an object with any of {', '.join(TIME_BOUNDS)}")
+    unknown = sorted(set(value) - set(TIME_BOUNDS))
+    if unknown:
+        raise InvalidInput(
+            f"{field}.{unknown[0]}", f"unknown bound; known: {', '.join(TIME_BOUNDS)}"
+        )
+    bounds: dict[str, datetime] = {}
+    for key, text in value.items():
+        bounds[key] = _instant(text, f"{field}.{key}")
+    if "gte" in bounds and "gt" in bounds:
+        raise InvalidInput(field, "give gte or gt, not both")
+    if "lte" in bounds and "lt" in bounds:
+        raise InvalidInput(field, "give lte or lt, not both")
+    lower = bounds.get("gte") or bounds.get("gt")
+    upper = bounds.get("lte") or bounds.get("lt")
+    if lower is not None and upper is not None and lower > upper:
+        raise InvalidInput(field, "lower bound is after upper bound")
+    return TimeRange(**bounds)
+
+
+def _instant(text: Any, field: str) -> datetime:
+    if not isinstance(text, str):
+        raise InvalidInput(field, "must be an ISO 8601 date-time string")
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(field, "must be an ISO 8601 date-time string") from None
+    if value.tzinfo is None:
+        raise InvalidInput(field, "must include a time zone (e.g. Z or +02:00)")
+    return value

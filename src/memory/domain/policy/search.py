@@ -1,0 +1,67 @@
+"""A semantic search as the domain sees it: the request, its identity and its results."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from memory.domain.errors import InvalidInput
+from memory.domain.policy.filters import SearchFilter
+from memory.domain.policy.metadata import PolicyMetadata
+from memory.domain.policy.pagination import PageRequest
+from memory.domain.policy.threshold import SimilarityThreshold
+
+QUERY_MAX_CHARS = 4_096
+
+
+def parse_query_text(text: str, *, field: str = "query") -> str:
+    if not text.strip():
+        raise InvalidInput(field, "must not be empty or blank")
+    if len(text) > QUERY_MAX_CHARS:
+        raise InvalidInput(field, f"must be at most {QUERY_MAX_CHARS} characters, got {len(text)}")
+    if "\x00" in text:
+        raise InvalidInput(field, "must not contain NUL characters")
+    return text
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    threshold: SimilarityThreshold
+    page: PageRequest
+    filter: SearchFilter
+
+    def fingerprint(self, model_id: str) -> str:
+        """What makes two requests the same search (pages of one result list)."""
+        identity = json.dumps(
+            [model_id, self.query, self.threshold.value, self.filter.canonical()],
+            ensure_ascii=False,
+        )
+        return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class SimilarityResult:
+    embedding_ref: UUID
+    policy_id: str
+    version: int
+    similarity: float
+    distance: float
+    metadata: PolicyMetadata
+    timestamp: datetime
+
+
+@dataclass(frozen=True)
+class PolicyDocument:
+    """A policy as GetPolicyByEmbedding returns it; `similarity` only for origin=search."""
+
+    embedding_ref: UUID
+    policy_id: str
+    version: int
+    content: str
+    metadata: PolicyMetadata
+    timestamp: datetime
+    similarity: float | None = None

@@ -1,0 +1,65 @@
+"""A policy's version history, read from its events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from uuid import UUID
+
+from memory.domain.policy.aggregate import PolicyEmbedding
+from memory.domain.policy.content import content_sha256
+from memory.domain.policy.embedding_ref import embedding_ref_for
+from memory.domain.policy.metadata import PolicyMetadata
+
+
+class VersionChange(StrEnum):
+    STORED = "stored"
+    CONTENT = "content"
+    METADATA = "metadata"
+
+
+@dataclass(frozen=True)
+class PolicyVersion:
+    """One version: the vector it searches with (`model`; a metadata-only version keeps the
+    previous one), the content it was made from (`content_sha256`) and its metadata."""
+
+    version: int
+    embedding_ref: UUID
+    model: str
+    content_sha256: str
+    metadata: PolicyMetadata
+    recorded_at: datetime
+    change: VersionChange
+
+
+def version_history(events: Iterable[PolicyEmbedding.Event]) -> list[PolicyVersion]:
+    versions: list[PolicyVersion] = []
+    model, sha = "", ""
+    for e in events:
+        ref = embedding_ref_for(e.originator_id)
+        if isinstance(e, PolicyEmbedding.Stored | PolicyEmbedding.ContentUpdated):
+            model, sha = e.model, content_sha256(e.content)
+            change = (
+                VersionChange.STORED
+                if isinstance(e, PolicyEmbedding.Stored)
+                else VersionChange.CONTENT
+            )
+            metadata = e.metadata
+        elif isinstance(e, PolicyEmbedding.MetadataUpdated):
+            change, metadata = VersionChange.METADATA, e.metadata
+        else:
+            continue
+        versions.append(
+            PolicyVersion(
+                version=e.originator_version,
+                embedding_ref=ref,
+                model=model,
+                content_sha256=sha,
+                metadata=PolicyMetadata.from_canonical(metadata),
+                recorded_at=e.timestamp,
+                change=change,
+            )
+        )
+    return versions

@@ -1,0 +1,263 @@
+"""HTTP contract of policy memory:
+
+    POST /v1/policies                      StoreEmbedding          201
+    PUT  /v1/policies/{policy_id}          UpdateEmbedding         200
+    GET  /v1/policies/{policy_id}/versions version history         200
+    POST /v1/policies/search               SearchEmbeddings        200
+    GET  /v1/embeddings/{embedding_ref}    GetPolicyByEmbedding    200
+
+Bodies are parsed strictly (wrong JSON types are 422, never coerced); domain rules are
+checked by the use cases; every blocking call runs in a worker thread. Errors become HTTP
+statuses in `memory.entrypoints.http.errors` only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TypeVar
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from memory.application.embedding import EmbeddingError, ModelUnavailable
+from memory.application.errors import DeadlineExceeded
+from memory.application.policy.commands import PolicyCommands, StoreReceipt
+from memory.application.policy.queries import PolicyQueries, SearchAnswer
+from memory.domain.errors import AlreadyExists, DomainError, InvalidInput, NotFound
+from memory.domain.policy.metadata import PolicyMetadata
+from memory.domain.policy.search import PolicyDocument, SimilarityResult
+from memory.domain.policy.versions import PolicyVersion
+from memory.entrypoints.http.parsing import parse_body, parse_query
+from memory.infrastructure.policy.metrics import (
+    POLICY_COMMAND_SECONDS,
+    POLICY_COMMANDS,
+    POLICY_NOT_SEARCHABLE,
+    POLICY_SEARCH_SECONDS,
+    POLICY_SEARCHES,
+)
+
+T = TypeVar("T")
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class StoreBody(_Body):
+    policy_id: str
+    content: str
+    metadata: dict[str, Any] | None = None
+
+
+class UpdateBody(_Body):
+    content: str
+    metadata: dict[str, Any] | None = None
+
+
+class SearchBody(_Body):
+    query: str
+    similarity_threshold: float | None = None
+    limit: int | None = None
+    offset: int | None = None
+    cursor: str | None = None
+    max_results: int | None = None
+    filter: dict[str, Any] | None = None
+
+
+class EmbeddingLookup(_Body):
+    model_config = ConfigDict(extra="forbid", strict=False)
+    origin: str = "direct"
+    query: str | None = None
+
+
+def policy_routes(
+    commands: PolicyCommands, queries: PolicyQueries, *, search_timeout: float
+) -> list[BaseRoute]:
+    async def store(request: Request) -> Response:
+        body = await parse_body(request, StoreBody)
+        receipt = await _command(
+            "store",
+            lambda: commands.store(body.policy_id, body.content, body.metadata),
+        )
+        return JSONResponse(
+            _receipt_json(receipt),
+            201,
+            headers={"Location": f"/v1/embeddings/{receipt.embedding_ref}"},
+        )
+
+    async def update(request: Request) -> Response:
+        policy_id = request.path_params["policy_id"]
+        body = await parse_body(request, UpdateBody)
+        receipt = await _command(
+            "update", lambda: commands.update(policy_id, body.content, body.metadata)
+        )
+        return JSONResponse(_receipt_json(receipt), 200)
+
+    async def versions(request: Request) -> Response:
+        policy_id = request.path_params["policy_id"]
+        history = await anyio.to_thread.run_sync(lambda: queries.versions(policy_id))
+        return JSONResponse(
+            {"policy_id": policy_id, "versions": [_version_json(v) for v in history]}
+        )
+
+    async def search(request: Request) -> Response:
+        body = await parse_body(request, SearchBody)
+        started = time.perf_counter()
+        try:
+            answer: SearchAnswer = await _within(
+                search_timeout,
+                lambda: queries.search(
+                    body.query,
+                    similarity_threshold=body.similarity_threshold,
+                    limit=body.limit,
+                    offset=body.offset,
+                    cursor=body.cursor,
+                    max_results=body.max_results,
+                    filter=body.filter,
+                ),
+            )
+        except Exception as exc:
+            POLICY_SEARCHES.labels(_outcome(exc)).inc()
+            raise
+        POLICY_SEARCHES.labels("ok").inc()
+        POLICY_SEARCH_SECONDS.labels("total").observe(time.perf_counter() - started)
+        POLICY_SEARCH_SECONDS.labels("embed").observe(answer.embed_seconds)
+        POLICY_SEARCH_SECONDS.labels("database").observe(answer.database_seconds)
+        return JSONResponse(
+            {
+                "results": [_result_json(r) for r in answer.results],
+                "next_cursor": answer.next_cursor,
+                "model": answer.model,
+                "similarity_threshold": answer.threshold,
+            },
+            headers={
+                "Server-Timing": (
+                    f"embed;dur={answer.embed_seconds * 1000:.3f}, "
+                    f"db;dur={answer.database_seconds * 1000:.3f}"
+                )
+            },
+        )
+
+    async def embedding(request: Request) -> Response:
+        ref = request.path_params["embedding_ref"]
+        lookup = parse_query(request, EmbeddingLookup)
+        document: PolicyDocument = await _within(
+            search_timeout,
+            lambda: queries.get_by_embedding(ref, origin=lookup.origin, query=lookup.query),
+        )
+        return JSONResponse(_document_json(document, lookup.origin == "search"))
+
+    return [
+        Route("/v1/policies", store, methods=["POST"]),
+        Route("/v1/policies/search", search, methods=["POST"]),
+        Route("/v1/policies/{policy_id}", update, methods=["PUT"]),
+        Route("/v1/policies/{policy_id}/versions", versions, methods=["GET"]),
+        Route("/v1/embeddings/{embedding_ref}", embedding, methods=["GET"]),
+    ]
+
+
+async def _command(name: str, run: Callable[[], StoreReceipt]) -> StoreReceipt:
+    started = time.perf_counter()
+    try:
+        receipt = await anyio.to_thread.run_sync(run)
+    except Exception as exc:
+        POLICY_COMMANDS.labels(name, _outcome(exc)).inc()
+        raise
+    POLICY_COMMANDS.labels(name, "ok").inc()
+    POLICY_COMMAND_SECONDS.labels(name).observe(time.perf_counter() - started)
+    if not receipt.searchable:
+        POLICY_NOT_SEARCHABLE.inc()
+    return receipt
+
+
+async def _within(seconds: float, run: Callable[[], T]) -> T:
+    """Run `run` in a worker thread, answering 504 after `seconds` even if it still runs (a
+    hung model server): the thread is abandoned, and its own deadline stops it before it
+    touches the database."""
+    with anyio.move_on_after(seconds):
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    raise DeadlineExceeded(
+        f"search timed out after {seconds:g}s",
+        details={"timeout_seconds": seconds, "stage": "request"},
+    )
+
+
+def _outcome(exc: Exception) -> str:
+    outcomes: list[tuple[type[Exception], str]] = [
+        (AlreadyExists, "conflict"),
+        (NotFound, "not_found"),
+        (InvalidInput, "invalid"),
+        (DeadlineExceeded, "timeout"),
+        (ModelUnavailable, "model_unavailable"),
+        (EmbeddingError, "model_error"),
+        (DomainError, "invalid"),
+    ]
+    for cls, outcome in outcomes:
+        if isinstance(exc, cls):
+            return outcome
+    return "error"
+
+
+def _iso(value: datetime) -> str:
+    return value.isoformat()
+
+
+def _receipt_json(receipt: StoreReceipt) -> dict[str, Any]:
+    return {
+        "policy_id": receipt.policy_id,
+        "embedding_ref": str(receipt.embedding_ref),
+        "version": receipt.version,
+        "model": receipt.model,
+        "dimensions": receipt.dimensions,
+        "stored_at": _iso(receipt.stored_at),
+        "searchable": receipt.searchable,
+    }
+
+
+def _version_json(version: PolicyVersion) -> dict[str, Any]:
+    return {
+        "version": version.version,
+        "embedding_ref": str(version.embedding_ref),
+        "model": version.model,
+        "content_sha256": version.content_sha256,
+        "metadata": version.metadata.to_json(),
+        "recorded_at": _iso(version.recorded_at),
+        "change": version.change.value,
+    }
+
+
+def _described(metadata: PolicyMetadata) -> dict[str, Any]:
+    return {"title": metadata.title, "source": metadata.source}
+
+
+def _result_json(result: SimilarityResult) -> dict[str, Any]:
+    return {
+        "embedding_ref": str(result.embedding_ref),
+        "policy_id": result.policy_id,
+        "version": result.version,
+        "similarity": result.similarity,
+        **_described(result.metadata),
+        "tags": list(result.metadata.tags),
+        "metadata": result.metadata.to_json(),
+        "timestamp": _iso(result.timestamp),
+    }
+
+
+def _document_json(document: PolicyDocument, with_similarity: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "embedding_ref": str(document.embedding_ref),
+        "policy_id": document.policy_id,
+        "version": document.version,
+        **_described(document.metadata),
+        "content": document.content,
+        "timestamp": _iso(document.timestamp),
+        "metadata": document.metadata.to_json(),
+    }
+    if with_similarity:
+        body["similarity"] = document.similarity
+    return body

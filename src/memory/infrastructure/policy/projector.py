@@ -1,0 +1,181 @@
+"""Running one model's projection: the library's projection runner (a LISTEN/NOTIFY woken
+subscription to the event log, processing in its own thread), guarded by the model's lease.
+
+The projection embeds (when it has to) before the view opens a transaction, so no
+transaction is ever held open while a model computes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from eventsourcing.persistence import ProgrammingError
+from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
+from eventsourcing.projection import BaseProjectionRunner
+
+from memory.application.embedding import EmbeddingModel
+from memory.application.policy.ports import PolicyLogOutlook
+from memory.application.policy.projection import PolicyEmbeddingsProjection
+from memory.infrastructure.policy.event_store import (
+    PolicyApplication,
+    event_store_env,
+    view_datastore,
+)
+from memory.infrastructure.policy.indexes import ensure_hnsw_index
+from memory.infrastructure.policy.lease import ProjectionBusy, ProjectionLease
+from memory.infrastructure.policy.model_objects import ModelObjects
+from memory.infrastructure.policy.progress import ProjectionProgress
+from memory.infrastructure.policy.view import PostgresPolicyEmbeddingsView
+from memory.infrastructure.postgres.database import Database
+
+log = logging.getLogger(__name__)
+
+# How often `catch_up` looks at the position (and at the runner's health).
+CATCH_UP_POLL_SECONDS = 0.2
+
+
+class ProjectorFailed(RuntimeError):
+    """The projection's thread stopped with an error (it restarts from its position)."""
+
+
+class PolicyProjector:
+    def __init__(
+        self,
+        database: Database,
+        model: EmbeddingModel,
+        outlook: PolicyLogOutlook,
+        *,
+        progress: ProjectionProgress | None = None,
+        view_class: type[PostgresPolicyEmbeddingsView] = PostgresPolicyEmbeddingsView,
+    ) -> None:
+        self._database = database
+        self.model = model
+        self._outlook = outlook
+        self._progress = progress
+        self._view_class = view_class
+        self._objects = ModelObjects(model.identity.id)
+        self._lease = ProjectionLease(database.url, model.identity.id)
+        self._view: PostgresPolicyEmbeddingsView | None = None
+        self._projection: PolicyEmbeddingsProjection | None = None
+        self._runner: BaseProjectionRunner[PolicyApplication] | None = None
+
+    @property
+    def model_id(self) -> str:
+        return self.model.identity.id
+
+    @property
+    def running(self) -> bool:
+        return self._runner is not None
+
+    @property
+    def embedded_texts(self) -> int:
+        return 0 if self._projection is None else self._projection.embedded_texts
+
+    def start(self) -> None:
+        if not self.try_start():
+            raise ProjectionBusy(
+                f"the projector for model {self.model_id} is running in another process "
+                "(a `memory serve` with this model, or another `reembed`)"
+            )
+
+    def try_start(self) -> bool:
+        """Take the lease and start processing; False if another process holds it."""
+        if self._runner is not None:
+            return True
+        if not self._lease.try_acquire():
+            return False
+        try:
+            with self._database.connection() as conn:
+                ensure_hnsw_index(conn, self.model_id)
+            on_commit = None if self._progress is None else self._progress.advance
+            view = self._view_class(
+                view_datastore(self._database.url),
+                tracking_table_name=self._objects.tracking_table,
+                on_commit=on_commit,
+            )
+            self._view = view
+            view.create_table()
+            self._projection = PolicyEmbeddingsProjection(view, self.model, self._outlook)
+            runner: BaseProjectionRunner[PolicyApplication] = BaseProjectionRunner(
+                projection=self._projection,
+                application_class=PolicyApplication,
+                tracking_recorder=view,
+                topics=(),
+                env=event_store_env(self._database.url),
+            )
+            runner.__enter__()
+            self._runner = runner
+        except BaseException:
+            self.stop()
+            raise
+        log.info("policy projector for %s started at position %s", self.model_id, self.position())
+        return True
+
+    def position(self) -> int | None:
+        if self._view is None:
+            return None
+        position: int | None = self._view.max_tracking_id(PolicyApplication.name)
+        return position
+
+    def check(self) -> None:
+        """Raise `ProjectorFailed` if processing stopped or the lease was lost."""
+        runner = self._runner
+        if runner is None:
+            raise ProjectorFailed(f"projector for {self.model_id} is not running")
+        if runner.is_interrupted.is_set():
+            try:
+                runner.run_forever(timeout=0)
+            except Exception as exc:
+                raise ProjectorFailed(f"projector for {self.model_id} failed: {exc}") from exc
+            raise ProjectorFailed(f"projector for {self.model_id} stopped")
+        if not self._lease.alive():
+            raise ProjectorFailed(f"projector for {self.model_id} lost its lease")
+
+    def catch_up(
+        self,
+        target: int | None,
+        on_progress: Callable[[int | None], None] | None = None,
+        *,
+        poll_seconds: float = CATCH_UP_POLL_SECONDS,
+    ) -> None:
+        """Block until the position reaches `target` (a notification id), reporting the
+        position as it moves. Raises `ProjectorFailed` if processing stops."""
+        while True:
+            position = self.position()
+            if on_progress is not None:
+                on_progress(position)
+            if target is None or (position is not None and position >= target):
+                return
+            self.check()
+            time.sleep(poll_seconds)
+
+    def stop(self) -> None:
+        """Stop processing (the current event finishes or rolls back), release the lease."""
+        runner, self._runner = self._runner, None
+        try:
+            if runner is not None:
+                try:
+                    runner.__exit__(None, None, None)
+                except Exception:
+                    log.exception("policy projector for %s stopped with an error", self.model_id)
+        finally:
+            if self._view is not None:
+                self._view.datastore.close()
+                self._view = None
+            self._lease.release()
+
+
+def read_tracking_position(datastore: PostgresDatastore, model_id: str) -> int | None:
+    """A model's projection position as recorded, from any process (None if its projector
+    never ran)."""
+    recorder = PostgresTrackingRecorder(
+        datastore, tracking_table_name=ModelObjects(model_id).tracking_table
+    )
+    try:
+        position: Any = recorder.max_tracking_id(PolicyApplication.name)
+    except ProgrammingError:
+        return None
+    return None if position is None else int(position)

@@ -1,0 +1,201 @@
+"""Searching `policy_embeddings` for one model (`PolicyReadModel`).
+
+Every statement names the model as a SQL literal, so the model's partial HNSW index matches
+even under a generic plan, and rows of other models are never read. The time budget is
+enforced by the database (`statement_timeout`, local to the transaction).
+
+HNSW mode: the index yields the nearest candidates (iterative scan keeps going when filters
+reject rows), the threshold and the stable order (distance, embedding_ref) apply on top.
+Exact mode: a full scan of the model's rows sorted by (distance, embedding_ref): perfect
+recall, for benchmarks and small installations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+import psycopg
+from pgvector import HalfVector
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from memory.application.errors import DeadlineExceeded
+from memory.application.policy.ports import ResultRows
+from memory.domain.embedding import EmbeddingVector
+from memory.domain.policy.cursor import SearchCursor
+from memory.domain.policy.filters import SearchFilter, TagMode
+from memory.domain.policy.metadata import PolicyMetadata
+from memory.domain.policy.search import PolicyDocument, SearchRequest, SimilarityResult
+from memory.infrastructure.postgres.database import Database
+
+SearchMode = Literal["hnsw", "exact"]
+# PostgreSQL rounds statement_timeout to milliseconds; 0 would mean "no timeout".
+MIN_STATEMENT_TIMEOUT_MS = 1
+
+_COLUMNS = sql.SQL(
+    "embedding_ref, policy_id, version, metadata, updated_at, embedding <=> %(q)s AS distance"
+)
+
+
+class PostgresPolicyReadModel:
+    def __init__(
+        self,
+        database: Database,
+        model_id: str,
+        *,
+        mode: SearchMode = "hnsw",
+        ef_search: int = 100,
+    ) -> None:
+        self._database = database
+        self._model_id = model_id
+        self._model = sql.Literal(model_id)
+        self.mode: SearchMode = mode
+        self._ef_search = ef_search
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def search(
+        self,
+        vector: EmbeddingVector,
+        request: SearchRequest,
+        after: SearchCursor | None,
+        timeout: float,
+    ) -> ResultRows:
+        params: dict[str, Any] = {
+            "q": HalfVector(list(vector.values)),
+            "max_distance": request.threshold.max_distance,
+            "offset": 0 if after is not None else request.page.offset,
+            "take": request.page.size + 1,
+        }
+        conditions: list[sql.Composable] = [sql.SQL("model = {}").format(self._model)]
+        conditions += _filter_conditions(request.filter, params)
+        if after is not None:
+            conditions.append(
+                sql.SQL("(embedding <=> %(q)s, embedding_ref) > (%(after_d)s, %(after_r)s)")
+            )
+            params["after_d"], params["after_r"] = after.distance, after.embedding_ref
+        where = sql.SQL(" AND ").join(conditions)
+        if self.mode == "exact":
+            statement = sql.SQL(
+                "SELECT {columns} FROM policy_embeddings WHERE {where}"
+                " AND (embedding <=> %(q)s) <= %(max_distance)s"
+                " ORDER BY distance, embedding_ref OFFSET %(offset)s LIMIT %(take)s"
+            ).format(columns=_COLUMNS, where=where)
+            settings = {"enable_indexscan": "off"}
+        else:
+            params["candidates"] = params["offset"] + params["take"]
+            statement = sql.SQL(
+                "WITH candidates AS MATERIALIZED ("
+                " SELECT {columns} FROM policy_embeddings WHERE {where}"
+                " ORDER BY embedding <=> %(q)s LIMIT %(candidates)s)"
+                " SELECT * FROM candidates WHERE distance <= %(max_distance)s"
+                " ORDER BY distance, embedding_ref OFFSET %(offset)s LIMIT %(take)s"
+            ).format(columns=_COLUMNS, where=where)
+            settings = {
+                "hnsw.ef_search": str(max(self._ef_search, min(params["candidates"], 1000))),
+                # Keeps walking the graph when filters or the cursor reject candidates,
+                # instead of returning fewer rows than exist (pgvector >= 0.8).
+                "hnsw.iterative_scan": "relaxed_order",
+            }
+        rows = self._run(statement, params, settings, timeout)
+        results = [_result(row) for row in rows]
+        has_more = len(results) > request.page.size
+        return ResultRows(results[: request.page.size], has_more)
+
+    def get(
+        self, embedding_ref: UUID, query: EmbeddingVector | None, timeout: float
+    ) -> PolicyDocument | None:
+        params: dict[str, Any] = {"ref": embedding_ref}
+        similarity = sql.SQL("NULL::float8")
+        if query is not None:
+            params["q"] = HalfVector(list(query.values))
+            similarity = sql.SQL("1 - (embedding <=> %(q)s)")
+        statement = sql.SQL(
+            "SELECT embedding_ref, policy_id, version, content, metadata, updated_at,"
+            " {similarity} AS similarity FROM policy_embeddings"
+            " WHERE embedding_ref = %(ref)s AND model = {model}"
+        ).format(similarity=similarity, model=self._model)
+        rows = self._run(statement, params, {}, timeout)
+        if not rows:
+            return None
+        row = rows[0]
+        return PolicyDocument(
+            embedding_ref=row["embedding_ref"],
+            policy_id=row["policy_id"],
+            version=row["version"],
+            content=row["content"],
+            metadata=PolicyMetadata.from_json(row["metadata"]),
+            timestamp=row["updated_at"],
+            similarity=None if row["similarity"] is None else float(row["similarity"]),
+        )
+
+    def _run(
+        self,
+        statement: sql.Composed,
+        params: Mapping[str, Any],
+        settings: Mapping[str, str],
+        timeout: float,
+    ) -> list[dict[str, Any]]:
+        timeout_ms = max(MIN_STATEMENT_TIMEOUT_MS, math.ceil(timeout * 1000))
+        try:
+            with self._database.connection() as conn:
+                conn.execute(
+                    "SELECT set_config('statement_timeout', %s, true)", (f"{timeout_ms}ms",)
+                )
+                for name, value in settings.items():
+                    conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+                rows: list[dict[str, Any]] = conn.execute(statement, params).fetchall()
+                return rows
+        except psycopg.errors.QueryCanceled as exc:
+            raise DeadlineExceeded(
+                f"search timed out after {timeout:.3g}s in the database",
+                details={"timeout_seconds": round(timeout, 3), "stage": "database"},
+            ) from exc
+
+
+def _filter_conditions(search_filter: SearchFilter, params: dict[str, Any]) -> list[sql.Composable]:
+    conditions: list[sql.Composable] = []
+    if search_filter.source is not None:
+        conditions.append(sql.SQL("source = %(f_source)s"))
+        params["f_source"] = search_filter.source
+    if search_filter.title is not None:
+        conditions.append(sql.SQL("title = %(f_title)s"))
+        params["f_title"] = search_filter.title
+    if search_filter.tags is not None:
+        operator = "&&" if search_filter.tags.mode is TagMode.ANY else "@>"
+        conditions.append(sql.SQL(f"tags {operator} %(f_tags)s::text[]"))
+        params["f_tags"] = list(search_filter.tags.tags)
+    if search_filter.metadata:
+        conditions.append(sql.SQL("metadata @> %(f_metadata)s"))
+        params["f_metadata"] = Jsonb(dict(search_filter.metadata))
+    if search_filter.timestamp is not None:
+        bounds: dict[str, tuple[str, datetime | None]] = {
+            "gte": (">=", search_filter.timestamp.gte),
+            "gt": (">", search_filter.timestamp.gt),
+            "lte": ("<=", search_filter.timestamp.lte),
+            "lt": ("<", search_filter.timestamp.lt),
+        }
+        for name, (operator, value) in bounds.items():
+            if value is not None:
+                conditions.append(sql.SQL(f"updated_at {operator} %(f_{name})s"))
+                params[f"f_{name}"] = value
+    return conditions
+
+
+def _result(row: Mapping[str, Any]) -> SimilarityResult:
+    distance = float(row["distance"])
+    return SimilarityResult(
+        embedding_ref=row["embedding_ref"],
+        policy_id=row["policy_id"],
+        version=row["version"],
+        similarity=1.0 - distance,
+        distance=distance,
+        metadata=PolicyMetadata.from_json(row["metadata"]),
+        timestamp=row["updated_at"],
+    )

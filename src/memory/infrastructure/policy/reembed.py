@@ -1,0 +1,66 @@
+"""A model swap's replay: run a model's projection over the whole log until it reaches the
+log's head as it was at the start, then stop. Resumable, because the projection records its
+position with every row: an interrupted replay continues where it stopped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memory.application.embedding import EmbeddingModel
+from memory.domain.policy.dimensionality import FixedDimensionality
+from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
+from memory.infrastructure.policy.model_admin import PolicyModelAdmin
+from memory.infrastructure.policy.projector import PolicyProjector
+from memory.infrastructure.postgres.database import Database
+
+# (position reached, log head the replay runs to); both None for an empty log.
+ProgressCallback = Callable[[int | None, int | None], None]
+
+
+@dataclass(frozen=True)
+class ReembedReport:
+    model: str
+    started_at: int | None
+    reached: int | None
+    head: int | None
+    texts_embedded: int
+    rows_removed: int
+
+
+def reembed(
+    database: Database,
+    model: EmbeddingModel,
+    log: EventSourcedPolicyLog,
+    *,
+    rebuild: bool = False,
+    on_progress: ProgressCallback | None = None,
+    projector_factory: Callable[[], PolicyProjector] | None = None,
+) -> ReembedReport:
+    """Bring `model`'s rows up to date with the log. With `rebuild`, its rows and position
+    are deleted first and the whole log is replayed (the references come out identical).
+    Raises `ProjectionBusy` if the model's projector runs elsewhere, `ProjectorFailed` if
+    processing stops (run again to resume)."""
+    FixedDimensionality.check_model(model.identity)
+    removed = PolicyModelAdmin(database).reset(model.identity.id) if rebuild else 0
+    projector = projector_factory() if projector_factory else PolicyProjector(database, model, log)
+    projector.start()
+    try:
+        started_at = projector.position()
+        head = log.head()
+
+        def report(position: int | None) -> None:
+            if on_progress is not None:
+                on_progress(position, head)
+
+        projector.catch_up(head, report)
+        return ReembedReport(
+            model=model.identity.id,
+            started_at=started_at,
+            reached=projector.position(),
+            head=head,
+            texts_embedded=projector.embedded_texts,
+            rows_removed=removed,
+        )
+    finally:
+        projector.stop()

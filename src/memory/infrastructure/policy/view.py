@@ -1,0 +1,130 @@
+"""`policy_embeddings` as the projection writes it: rows and the projection's position in
+one transaction, so a crash between the two can neither skip nor repeat an event.
+
+The library's connection pool has no hook to register pgvector types, so vectors are bound
+as text and cast to `halfvec` in SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import Tracking
+from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
+from psycopg import Cursor
+from psycopg.sql import SQL
+from psycopg.types.json import Jsonb
+
+from memory.application.policy.projection import (
+    MetadataRevision,
+    PolicyEmbeddingsView,
+    PolicyRow,
+)
+
+_UPSERT = SQL(
+    "INSERT INTO policy_embeddings (embedding_ref, model, policy_id, version, embedding,"
+    " title, source, tags, metadata, content, content_sha256, created_at, updated_at)"
+    " VALUES (%(embedding_ref)s, %(model)s, %(policy_id)s, %(version)s,"
+    " %(embedding)s::halfvec, %(title)s, %(source)s, %(tags)s, %(metadata)s, %(content)s,"
+    " %(content_sha256)s, %(created_at)s, %(updated_at)s)"
+    " ON CONFLICT (embedding_ref, model) DO UPDATE SET"
+    " policy_id = EXCLUDED.policy_id, version = EXCLUDED.version,"
+    " embedding = EXCLUDED.embedding, title = EXCLUDED.title, source = EXCLUDED.source,"
+    " tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, content = EXCLUDED.content,"
+    " content_sha256 = EXCLUDED.content_sha256, updated_at = EXCLUDED.updated_at"
+    " WHERE policy_embeddings.version < EXCLUDED.version"
+)
+_REVISE_METADATA = SQL(
+    "UPDATE policy_embeddings SET version = %(version)s, title = %(title)s,"
+    " source = %(source)s, tags = %(tags)s, metadata = %(metadata)s,"
+    " updated_at = %(updated_at)s"
+    " WHERE embedding_ref = %(embedding_ref)s AND model = %(model)s"
+    " AND version < %(version)s"
+)
+_REMOVE = SQL("DELETE FROM policy_embeddings WHERE embedding_ref = %s AND model = %s")
+
+
+def halfvec_text(values: Sequence[float]) -> str:
+    """pgvector's text form, `[v1,v2,...]`."""
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+class PostgresPolicyEmbeddingsView(PostgresTrackingRecorder, PolicyEmbeddingsView):
+    """The view of one model's projection; its tracking table is that model's
+    (`ModelObjects.tracking_table`). `on_commit` hears every committed position."""
+
+    def __init__(
+        self,
+        datastore: PostgresDatastore,
+        *,
+        tracking_table_name: str,
+        on_commit: Callable[[int], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(datastore, tracking_table_name=tracking_table_name, **kwargs)
+        self._on_commit = on_commit
+
+    def upsert_row(self, row: PolicyRow, tracking: Tracking) -> None:
+        with self.datastore.transaction(commit=True) as curs:
+            self._upsert_row(curs, row)
+            self._insert_tracking(curs, tracking)
+        self._committed(tracking)
+
+    def revise_metadata(self, revision: MetadataRevision, tracking: Tracking) -> None:
+        with self.datastore.transaction(commit=True) as curs:
+            self._revise_metadata(curs, revision)
+            self._insert_tracking(curs, tracking)
+        self._committed(tracking)
+
+    def remove_row(self, embedding_ref: UUID, model: str, tracking: Tracking) -> None:
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(_REMOVE, (embedding_ref, model))
+            self._insert_tracking(curs, tracking)
+        self._committed(tracking)
+
+    def insert_tracking(self, tracking: Tracking) -> None:
+        super().insert_tracking(tracking)
+        self._committed(tracking)
+
+    def _upsert_row(self, curs: Cursor[Any], row: PolicyRow) -> None:
+        curs.execute(
+            _UPSERT,
+            {
+                "embedding_ref": row.embedding_ref,
+                "model": row.model,
+                "policy_id": row.policy_id,
+                "version": row.version,
+                "embedding": halfvec_text(row.vector),
+                "title": row.metadata.title,
+                "source": row.metadata.source,
+                "tags": list(row.metadata.tags),
+                "metadata": Jsonb(row.metadata.to_json()),
+                "content": row.content,
+                "content_sha256": row.content_sha256,
+                "created_at": row.created_at,
+                "updated_at": row.updated_at,
+            },
+            prepare=True,
+        )
+
+    def _revise_metadata(self, curs: Cursor[Any], revision: MetadataRevision) -> None:
+        curs.execute(
+            _REVISE_METADATA,
+            {
+                "embedding_ref": revision.embedding_ref,
+                "model": revision.model,
+                "version": revision.version,
+                "title": revision.metadata.title,
+                "source": revision.metadata.source,
+                "tags": list(revision.metadata.tags),
+                "metadata": Jsonb(revision.metadata.to_json()),
+                "updated_at": revision.updated_at,
+            },
+            prepare=True,
+        )
+
+    def _committed(self, tracking: Tracking) -> None:
+        if self._on_commit is not None:
+            self._on_commit(tracking.notification_id)
