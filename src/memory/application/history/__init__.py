@@ -1,0 +1,1 @@
+"""Use cases of history search: ingest, search, the sweep, flags and retention."""

@@ -1,0 +1,47 @@
+"""Dropping a model that is no longer active: its rows, and its watermarks' progress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory.application.history.ports import ChatEventLog, WatermarkRepository, WindowEmbeddings
+from memory.domain.errors import InvalidInput
+
+
+@dataclass(frozen=True, slots=True)
+class DropReport:
+    model: str
+    rows_deleted: int
+    watermarks_reset: int
+
+
+class DropModel:
+    def __init__(
+        self,
+        *,
+        events: ChatEventLog,
+        windows: WindowEmbeddings,
+        watermarks: WatermarkRepository,
+        active_model: str,
+    ) -> None:
+        self._events = events
+        self._windows = windows
+        self._watermarks = watermarks
+        self._active = active_model
+
+    def __call__(self, model: str) -> DropReport:
+        """Refuses the active model (search would lose its semantic part until a rebuild).
+        Watermarks are event-sourced, so they are reset rather than deleted: if the model
+        is ever configured again, it rebuilds from empty."""
+        if model == self._active:
+            raise InvalidInput("model", f"{model} is the active history model; switch first")
+        rows = self._windows.drop_model(model)
+        reset = 0
+        for partition in self._events.partitions():
+            watermark = self._watermarks.find(partition, model)
+            if watermark is None or watermark.mark.position is None:
+                continue
+            watermark.reset()
+            self._watermarks.store(watermark)
+            reset += 1
+        return DropReport(model, rows, reset)

@@ -1,0 +1,157 @@
+"""What the history use cases need from the outside world. Adapters live in
+`memory.infrastructure.history`; tests use the same adapters on a real database."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from memory.domain.embedding import EmbeddingVector
+from memory.domain.history.chat_event import ChatEvent
+from memory.domain.history.conversation import ConversationWindow
+from memory.domain.history.feature_flags import FlagLayers
+from memory.domain.history.partition import Partition
+from memory.domain.history.search import HistoryHit, HistoryQuery
+from memory.domain.history.sweep_plan import LateCatchUp, MainRead, PartitionRead, WatermarkMark
+from memory.domain.history.watermark import SweepWatermark
+
+Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvents:
+    """What an ingest stored: every event id in request order, and how many were new."""
+
+    event_ids: list[str]
+    inserted: int
+
+
+class ChatEventLog(Protocol):
+    """`dw_chat_events`: written synchronously by ingest, read by search and the sweep."""
+
+    def append(self, org_id: str, events: Sequence[ChatEvent]) -> StoredEvents:
+        """Store events with ids, all in one transaction; an id already stored for the
+        org is left as it is (idempotency)."""
+        ...
+
+    def full_text(self, org_id: str, query: HistoryQuery) -> list[HistoryHit]:
+        """`plainto_tsquery('simple', q)` over the org's events, best first."""
+        ...
+
+    def messages(
+        self, org_id: str, event_ids: Sequence[str], query: HistoryQuery
+    ) -> list[HistoryHit]:
+        """The org's events among `event_ids` that match the query's filters (provider,
+        channel, time range), in no particular order; `matched_by` is semantic."""
+        ...
+
+    def partitions(self, org_id: str | None = None) -> list[Partition]: ...
+
+    def read_main(self, partition: Partition, mark: WatermarkMark, limit: int) -> MainRead:
+        """From one snapshot: the highest ingest number, whether late messages wait, and
+        (if none do) up to `limit` embeddable messages after the position."""
+        ...
+
+    def read_late(
+        self, partition: Partition, mark: WatermarkMark, late: LateCatchUp, limit: int
+    ) -> PartitionRead:
+        """Up to `limit` embeddable late messages: ingested in (seen_seq, horizon], at or
+        before the position, after the late cursor."""
+        ...
+
+    def count_unconsumed(self, partition: Partition, mark: WatermarkMark) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedWindow:
+    """A window and its vector, as the sweep writes it."""
+
+    id: uuid.UUID
+    partition: Partition
+    window: ConversationWindow
+    vector: EmbeddingVector
+
+
+@dataclass(frozen=True, slots=True)
+class WindowMatch:
+    window_id: uuid.UUID
+    similarity: float
+    event_ids: tuple[str, ...]
+
+
+class WindowEmbeddings(Protocol):
+    """`dw_message_embeddings`: a regenerable cache; every query names org and model."""
+
+    def upsert(self, model: str, windows: Sequence[EmbeddedWindow]) -> int:
+        """Write windows (same id = overwrite), replacing any other row of the same model
+        that covers one of their events. Windows whose events were purged meanwhile are not
+        written. Returns how many were written."""
+        ...
+
+    def nearest(
+        self, org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
+    ) -> list[WindowMatch]:
+        """Exact KNN by cosine similarity among the org's rows of `model`, best first."""
+        ...
+
+    def drop_model(self, model: str) -> int: ...
+
+    def models(self) -> dict[str, int]:
+        """Row count per model."""
+        ...
+
+
+class WatermarkRepository(Protocol):
+    def find(self, partition: Partition, model: str) -> SweepWatermark | None: ...
+
+    def get(self, partition: Partition, model: str) -> SweepWatermark:
+        """The partition's watermark for `model`; a new (empty) one if none was saved."""
+        ...
+
+    def store(self, watermark: SweepWatermark) -> None: ...
+
+
+class PartitionLocks(Protocol):
+    def hold(self, partition: Partition, model: str) -> AbstractContextManager[bool]:
+        """Exclusive right to sweep a partition for a model, held until the block ends;
+        yields False when another sweeper holds it."""
+        ...
+
+
+class PartitionLockFactory(Protocol):
+    def session(self, *, wait: bool) -> AbstractContextManager[PartitionLocks]:
+        """A lock session for one pass; `wait` blocks (up to a timeout) on busy locks."""
+        ...
+
+
+class FeatureFlagStore(Protocol):
+    def layers(self, org_id: str) -> FlagLayers: ...
+
+    def global_layer(self) -> dict[str, bool]: ...
+
+    def set_global(self, flag: str, enabled: bool) -> None: ...
+
+    def set_org(self, org_id: str, flag: str, enabled: bool | None) -> None:
+        """`None` removes the org's override (the org inherits again)."""
+        ...
+
+    def layers_of(self, org_ids: Sequence[str]) -> dict[str, FlagLayers]: ...
+
+
+class RetentionStore(Protocol):
+    def days(self, org_id: str) -> int | None:
+        """The org's retention, or None when it uses the default."""
+        ...
+
+    def set_days(self, org_id: str, days: int) -> None: ...
+
+    def orgs_with_events(self) -> list[str]: ...
+
+    def purge(self, org_id: str, cutoff: datetime) -> tuple[int, int]:
+        """Delete the org's events that occurred before `cutoff` and, in the same
+        transaction, every embedding row covering one of them. Returns (events, rows)."""
+        ...

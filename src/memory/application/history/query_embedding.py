@@ -1,0 +1,68 @@
+"""Embedding a search query within a time budget, off the caller's thread.
+
+The model call runs in a small dedicated pool so that the full-text query can run
+meanwhile, and so that a hung model server cannot take more than these threads: a call that
+overruns the budget is abandoned (its result ignored) and the search degrades.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import time
+from dataclasses import dataclass
+
+from memory.application.embedding import EmbeddingError, EmbeddingModel
+from memory.domain.embedding import EmbeddingVector
+
+log = logging.getLogger(__name__)
+
+QUERY_EMBED_WORKERS = 2
+
+
+@dataclass
+class PendingQueryVector:
+    """A query being embedded. `result()` returns the vector, or None if the model failed
+    or the budget ran out (`failure` then says which)."""
+
+    _future: concurrent.futures.Future[EmbeddingVector]
+    _deadline: float
+    _model_id: str
+    failure: str | None = None
+
+    def result(self) -> EmbeddingVector | None:
+        try:
+            return self._future.result(timeout=max(0.0, self._deadline - time.monotonic()))
+        except concurrent.futures.TimeoutError:
+            self.failure = "timeout"
+        except EmbeddingError as exc:
+            self.failure = type(exc).__name__
+        except ValueError:
+            self.failure = "bad_vector"
+        # Never the query text: it is chat content.
+        log.warning(
+            "history search: query embedding by %s failed (%s)", self._model_id, self.failure
+        )
+        return None
+
+
+class QueryEmbedder:
+    def __init__(self, model: EmbeddingModel, timeout: float) -> None:
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        self._model = model
+        self._timeout = timeout
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=QUERY_EMBED_WORKERS, thread_name_prefix="history-query-embed"
+        )
+
+    def start(self, text: str) -> PendingQueryVector:
+        deadline = time.monotonic() + self._timeout
+        future = self._pool.submit(self._embed, text)
+        return PendingQueryVector(future, deadline, self._model.identity.id)
+
+    def _embed(self, text: str) -> EmbeddingVector:
+        return self._model.identity.check(self._model.embed_query(text))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

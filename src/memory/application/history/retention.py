@@ -1,0 +1,67 @@
+"""Retention: per-org days, and the purge that enforces them on events and embeddings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memory.application.history.ports import Clock, RetentionStore
+from memory.domain.errors import InvalidInput
+from memory.domain.history.retention import (
+    RETENTION_DAYS_MAX,
+    RETENTION_DAYS_MIN,
+    check_retention_days,
+    retention_cutoff,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    org_id: str
+    days: int
+    is_default: bool
+
+
+@dataclass
+class PurgeReport:
+    orgs: int = 0
+    events_deleted: int = 0
+    embeddings_deleted: int = 0
+    per_org: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+class HistoryRetention:
+    def __init__(self, store: RetentionStore, *, default_days: int, clock: Clock) -> None:
+        self._store = store
+        self._default_days = check_retention_days(default_days)
+        self._clock = clock
+
+    def get(self, org_id: str) -> Retention:
+        days = self._store.days(org_id)
+        if days is None:
+            return Retention(org_id, self._default_days, True)
+        return Retention(org_id, days, False)
+
+    def set(self, org_id: str, days: int) -> Retention:
+        try:
+            check_retention_days(days)
+        except ValueError as exc:
+            raise InvalidInput(
+                "days", f"must be between {RETENTION_DAYS_MIN} and {RETENTION_DAYS_MAX}"
+            ) from exc
+        self._store.set_days(org_id, days)
+        return self.get(org_id)
+
+    def purge(self, org_id: str | None = None) -> PurgeReport:
+        """Delete what is past each org's retention: events and, in the same transaction,
+        the embedding rows that cover them."""
+        report = PurgeReport()
+        orgs = [org_id] if org_id is not None else self._store.orgs_with_events()
+        now = self._clock()
+        for org in orgs:
+            cutoff = retention_cutoff(now, self.get(org).days)
+            events, rows = self._store.purge(org, cutoff)
+            report.orgs += 1
+            report.events_deleted += events
+            report.embeddings_deleted += rows
+            report.per_org[org] = (events, rows)
+        return report

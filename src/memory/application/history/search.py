@@ -1,0 +1,82 @@
+"""History search: full-text always; semantic appended when the org has the feature on and
+the query can be embedded in time (otherwise `degraded`, never an error)."""
+
+from __future__ import annotations
+
+from memory.application.history.ports import (
+    ChatEventLog,
+    FeatureFlagStore,
+    WindowEmbeddings,
+    WindowMatch,
+)
+from memory.application.history.query_embedding import QueryEmbedder
+from memory.domain.history.search import (
+    HistoryHit,
+    HistoryQuery,
+    HistorySearchResult,
+    HybridMerge,
+    MatchedBy,
+    SemanticState,
+)
+
+
+class SearchHistory:
+    def __init__(
+        self,
+        *,
+        events: ChatEventLog,
+        windows: WindowEmbeddings,
+        flags: FeatureFlagStore,
+        embedder: QueryEmbedder,
+        model_id: str,
+    ) -> None:
+        self._events = events
+        self._windows = windows
+        self._flags = flags
+        self._embedder = embedder
+        self._model_id = model_id
+
+    def __call__(self, org_id: str, query: HistoryQuery) -> HistorySearchResult:
+        merge = HybridMerge(query.limit)
+        if not self._flags.layers(org_id).semantic_search:
+            fts = self._events.full_text(org_id, query)
+            return HistorySearchResult(merge.merge(fts, []), SemanticState.OFF)
+        pending = self._embedder.start(query.text)
+        fts = self._events.full_text(org_id, query)
+        vector = pending.result()
+        if vector is None:
+            return HistorySearchResult(merge.merge(fts, []), SemanticState.DEGRADED, self._model_id)
+        # Each window contributes several messages, so `limit` windows always suffice.
+        matches = self._windows.nearest(org_id, self._model_id, vector, query, k=query.limit)
+        semantic = self._window_messages(org_id, matches, query)
+        return HistorySearchResult(merge.merge(fts, semantic), SemanticState.ON, self._model_id)
+
+    def _window_messages(
+        self, org_id: str, matches: list[WindowMatch], query: HistoryQuery
+    ) -> list[HistoryHit]:
+        """Each matched window's messages in time order, windows best first."""
+        ids = [event_id for match in matches for event_id in match.event_ids]
+        if not ids:
+            return []
+        found = {hit.event_id: hit for hit in self._events.messages(org_id, ids, query)}
+        hits: list[HistoryHit] = []
+        for match in matches:
+            in_window = sorted(
+                (found[e] for e in match.event_ids if e in found),
+                key=lambda h: (h.occurred_at, h.event_id),
+            )
+            for hit in in_window:
+                hits.append(
+                    HistoryHit(
+                        hit.event_id,
+                        hit.provider,
+                        hit.channel_id,
+                        hit.sender,
+                        hit.text,
+                        hit.occurred_at,
+                        MatchedBy.SEMANTIC,
+                        similarity=match.similarity,
+                        window_id=match.window_id,
+                    )
+                )
+        return hits

@@ -1,0 +1,360 @@
+"""The sweep: the only writer of history embeddings.
+
+One pass visits every partition of every org whose semantic search is on. Per partition,
+under an exclusive lock: read unconsumed messages after the watermark, sessionise, take the
+closed windows, skip the non-substantive ones, embed the rest (no database transaction is
+open meanwhile), upsert their rows, advance the watermark; repeat until only open windows
+remain. A transient model failure stalls the partition (watermark unchanged, retried next
+pass); a window the model rejects is recorded as poison and skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from memory.application.embedding import (
+    EmbeddingModel,
+    InputRejected,
+    ModelMisconfigured,
+    ModelUnavailable,
+)
+from memory.application.history.ports import (
+    ChatEventLog,
+    Clock,
+    EmbeddedWindow,
+    FeatureFlagStore,
+    PartitionLockFactory,
+    WatermarkRepository,
+    WindowEmbeddings,
+)
+from memory.domain.embedding import EmbeddingVector
+from memory.domain.history.conversation import (
+    WINDOW_MESSAGE_CAP,
+    ConversationWindow,
+    TokenBudget,
+)
+from memory.domain.history.partition import Partition
+from memory.domain.history.substance import is_substantive
+from memory.domain.history.sweep_plan import SweepPlan, WatermarkMark, plan
+from memory.domain.history.watermark import StallReason, SweepWatermark
+from memory.domain.history.window_identity import window_id
+
+log = logging.getLogger(__name__)
+
+# Messages per read of a stream: bounds memory during a backfill; a pass reads again until
+# only open windows are left.
+SWEEP_READ_LIMIT = 500
+# Windows per embedding call, and so per upsert and watermark advance: a crash or stall
+# loses at most this much work.
+EMBED_BATCH_WINDOWS = 16
+POISON_REASON = "input_rejected"
+
+
+@dataclass
+class PartitionReport:
+    partition: Partition
+    windows_embedded: int = 0
+    windows_skipped: int = 0
+    windows_poisoned: int = 0
+    windows_open: int = 0
+    stalled: str | None = None
+    busy: bool = False
+
+
+@dataclass
+class SweepReport:
+    windows_embedded: int = 0
+    windows_skipped: int = 0
+    windows_poisoned: int = 0
+    windows_open: int = 0
+    partitions: int = 0
+    partitions_stalled: int = 0
+    partitions_busy: int = 0
+    stall_reasons: list[str] = field(default_factory=list)
+
+    def add(self, part: PartitionReport) -> None:
+        self.partitions += 1
+        self.windows_embedded += part.windows_embedded
+        self.windows_skipped += part.windows_skipped
+        self.windows_poisoned += part.windows_poisoned
+        self.windows_open += part.windows_open
+        if part.stalled is not None:
+            self.partitions_stalled += 1
+            self.stall_reasons.append(part.stalled)
+        if part.busy:
+            self.partitions_busy += 1
+
+
+class SweepObserver(Protocol):
+    """Progress of a pass, e.g. for a progress bar."""
+
+    def started(self, partitions: int) -> None: ...
+
+    def partition_done(self, report: PartitionReport) -> None: ...
+
+
+class _Stalled(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Stopped(Exception):
+    pass
+
+
+class Sweeper:
+    def __init__(
+        self,
+        *,
+        events: ChatEventLog,
+        windows: WindowEmbeddings,
+        watermarks: WatermarkRepository,
+        locks: PartitionLockFactory,
+        flags: FeatureFlagStore,
+        model: EmbeddingModel,
+        clock: Clock,
+        read_limit: int = SWEEP_READ_LIMIT,
+        batch_windows: int = EMBED_BATCH_WINDOWS,
+    ) -> None:
+        if read_limit < WINDOW_MESSAGE_CAP:
+            # A cut read must hold at least one full window, or a pass could not progress.
+            raise ValueError(f"read_limit must be at least {WINDOW_MESSAGE_CAP}")
+        if batch_windows < 1:
+            raise ValueError("batch_windows must be positive")
+        self._events = events
+        self._windows = windows
+        self._watermarks = watermarks
+        self._locks = locks
+        self._flags = flags
+        self._model = model
+        self._model_id = model.identity.id
+        self._clock = clock
+        self._read_limit = read_limit
+        self._batch_windows = batch_windows
+        self._budget = TokenBudget(model.max_input_tokens, model.count_tokens)
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def enabled_partitions(self, org_id: str | None = None) -> list[Partition]:
+        """The partitions a pass would visit: those of orgs with semantic search on."""
+        partitions = self._events.partitions(org_id)
+        orgs = sorted({p.org_id for p in partitions})
+        layers = self._flags.layers_of(orgs)
+        on = {org for org, lay in layers.items() if lay.semantic_search}
+        return [p for p in partitions if p.org_id in on]
+
+    def run_pass(
+        self,
+        org_id: str | None = None,
+        *,
+        wait_for_locks: bool = False,
+        observer: SweepObserver | None = None,
+        stop: threading.Event | None = None,
+    ) -> SweepReport:
+        """One pass over the enabled partitions (of one org, or all). With
+        `wait_for_locks`, a partition another sweeper holds is waited for instead of
+        skipped. `stop` ends the pass early, between batches."""
+        report = SweepReport()
+        todo = self.enabled_partitions(org_id)
+        if observer is not None:
+            observer.started(len(todo))
+        model_down: list[str] = []
+        with self._locks.session(wait=wait_for_locks) as locks:
+            for partition in todo:
+                if stop is not None and stop.is_set():
+                    break
+                with locks.hold(partition, self._model_id) as held:
+                    if held:
+                        part = self._sweep_partition(partition, model_down, stop)
+                    else:
+                        part = PartitionReport(partition, busy=True)
+                report.add(part)
+                if observer is not None:
+                    observer.partition_done(part)
+        return report
+
+    # One partition ----------------------------------------------------------------------
+
+    def _sweep_partition(
+        self, partition: Partition, model_down: list[str], stop: threading.Event | None
+    ) -> PartitionReport:
+        report = PartitionReport(partition)
+        watermark = self._watermarks.get(partition, self._model_id)
+        try:
+            while self._step(watermark, report, model_down, stop):
+                pass
+        except _Stalled as stalled:
+            report.stalled = stalled.reason
+            watermark.stall(stalled.reason)
+            self._watermarks.store(watermark)
+        except _Stopped:
+            pass
+        return report
+
+    def _step(
+        self,
+        watermark: SweepWatermark,
+        report: PartitionReport,
+        model_down: list[str],
+        stop: threading.Event | None,
+    ) -> bool:
+        """Consume what one read allows. True when another read may find more."""
+        mark = watermark.mark
+        partition = watermark.partition
+        if mark.late is None:
+            main = self._events.read_main(partition, mark, self._read_limit)
+            if not main.late_pending:
+                swept = plan(main.read, now=self._clock(), budget=self._budget)
+
+                def main_mark(count: int) -> WatermarkMark:
+                    return mark.after_main(swept.end_after(count), main.horizon_seq)
+
+                self._consume(watermark, swept, main_mark, report, model_down, stop)
+                if main.read.complete or not swept.closed:
+                    report.windows_open += swept.open_windows
+                    return False
+                return True
+            mark = mark.begin_late(main.horizon_seq)
+        late = mark.late
+        assert late is not None
+        read = self._events.read_late(partition, mark, late, self._read_limit)
+        swept = plan(read, now=self._clock(), budget=self._budget)
+        if not swept.closed:
+            if swept.exhausts_after(0):
+                watermark.advance(mark.after_late(None, caught_up=True), embedded=(), skipped=0)
+                self._watermarks.store(watermark)
+                return True
+            # The newest late window is still open: the main stream waits for it.
+            report.windows_open += swept.open_windows
+            return False
+
+        def late_mark(count: int) -> WatermarkMark:
+            caught_up = swept.exhausts_after(count)
+            return mark.after_late(swept.end_after(count), caught_up=caught_up)
+
+        self._consume(watermark, swept, late_mark, report, model_down, stop)
+        return True
+
+    def _consume(
+        self,
+        watermark: SweepWatermark,
+        swept: SweepPlan,
+        mark_after: Callable[[int], WatermarkMark],
+        report: PartitionReport,
+        model_down: list[str],
+        stop: threading.Event | None,
+    ) -> None:
+        """Embed, store and advance over the plan's closed windows, one batch at a time."""
+        closed = swept.closed
+        start = 0
+        while start < len(closed):
+            end, wanted = start, list[ConversationWindow]()
+            while end < len(closed) and len(wanted) < self._batch_windows:
+                if is_substantive(closed[end]):
+                    wanted.append(closed[end])
+                end += 1
+            embedded, poisoned = self._embed(watermark.partition, wanted, model_down)
+            if embedded:
+                self._windows.upsert(self._model_id, embedded)
+            for window in poisoned:
+                watermark.skip_poison_window(
+                    self._window_id(watermark.partition, window),
+                    window.first.position,
+                    window.last.position,
+                    len(window.messages),
+                    POISON_REASON,
+                )
+            skipped = (end - start) - len(wanted)
+            watermark.advance(mark_after(end), embedded=[e.id for e in embedded], skipped=skipped)
+            self._watermarks.store(watermark)
+            report.windows_embedded += len(embedded)
+            report.windows_skipped += skipped
+            report.windows_poisoned += len(poisoned)
+            start = end
+            if stop is not None and stop.is_set():
+                raise _Stopped
+
+    # Embedding --------------------------------------------------------------------------
+
+    def _embed(
+        self,
+        partition: Partition,
+        windows: Sequence[ConversationWindow],
+        model_down: list[str],
+    ) -> tuple[list[EmbeddedWindow], list[ConversationWindow]]:
+        if not windows:
+            return [], []
+        if model_down:
+            # Already failed for every input in this pass: do not wait on it again.
+            raise _Stalled(model_down[0])
+        try:
+            vectors = self._call_model([w.content for w in windows])
+        except InputRejected:
+            return self._embed_one_by_one(partition, windows, model_down)
+        except (ModelUnavailable, ModelMisconfigured) as exc:
+            raise self._stall(exc, model_down) from exc
+        return [self._embedded(partition, w, v) for w, v in zip(windows, vectors, strict=True)], []
+
+    def _embed_one_by_one(
+        self,
+        partition: Partition,
+        windows: Sequence[ConversationWindow],
+        model_down: list[str],
+    ) -> tuple[list[EmbeddedWindow], list[ConversationWindow]]:
+        """A batch was rejected: find out which windows are poison, keep the others."""
+        embedded: list[EmbeddedWindow] = []
+        poisoned: list[ConversationWindow] = []
+        for window in windows:
+            try:
+                (vector,) = self._call_model([window.content])
+            except InputRejected:
+                log.warning(
+                    "history sweep: model %s rejected window %s of %s; skipping it as poison",
+                    self._model_id,
+                    self._window_id(partition, window),
+                    partition,
+                )
+                poisoned.append(window)
+                continue
+            except (ModelUnavailable, ModelMisconfigured) as exc:
+                raise self._stall(exc, model_down) from exc
+            embedded.append(self._embedded(partition, window, vector))
+        return embedded, poisoned
+
+    def _call_model(self, texts: list[str]) -> list[EmbeddingVector]:
+        vectors = self._model.embed_documents(texts)
+        if len(vectors) != len(texts):
+            raise ModelMisconfigured(
+                self._model_id, f"returned {len(vectors)} vectors for {len(texts)} inputs"
+            )
+        try:
+            return [self._model.identity.check(v) for v in vectors]
+        except ValueError as exc:
+            raise ModelMisconfigured(self._model_id, str(exc)) from exc
+
+    def _stall(self, exc: Exception, model_down: list[str]) -> _Stalled:
+        reason = (
+            StallReason.MODEL_UNAVAILABLE
+            if isinstance(exc, ModelUnavailable)
+            else StallReason.MODEL_MISCONFIGURED
+        )
+        # The error class only: a model server's message may quote the input.
+        log.warning("history sweep: model %s failed (%s); stalling", self._model_id, reason)
+        model_down.append(reason)
+        return _Stalled(reason)
+
+    def _window_id(self, partition: Partition, window: ConversationWindow) -> uuid.UUID:
+        return window_id(partition, self._model_id, window.event_ids)
+
+    def _embedded(
+        self, partition: Partition, window: ConversationWindow, vector: EmbeddingVector
+    ) -> EmbeddedWindow:
+        return EmbeddedWindow(self._window_id(partition, window), partition, window, vector)

@@ -1,0 +1,82 @@
+"""How far the sweep is behind, per partition of an org (for operators)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.application.embedding import EmbeddingModel
+from memory.application.history.ports import ChatEventLog, Clock, WatermarkRepository
+from memory.application.history.sweep import SWEEP_READ_LIMIT
+from memory.domain.history.conversation import TokenBudget
+from memory.domain.history.partition import Partition
+from memory.domain.history.sweep_plan import PartitionRead, WatermarkMark, plan
+from memory.domain.history.watermark import PoisonWindow, SweepWatermark
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionStatus:
+    partition: Partition
+    model: str
+    mark: WatermarkMark
+    lag_events: int
+    # Age of the oldest closed window not yet consumed (None: nothing waiting to embed).
+    oldest_closed_window_age_seconds: float | None
+    windows_embedded: int
+    windows_skipped: int
+    poison_windows: list[PoisonWindow]
+    stalled: bool
+    last_stall_reason: str | None
+    last_stall_at: datetime | None
+    last_advanced_at: datetime | None
+
+
+class SweepStatus:
+    def __init__(
+        self,
+        *,
+        events: ChatEventLog,
+        watermarks: WatermarkRepository,
+        model: EmbeddingModel,
+        clock: Clock,
+    ) -> None:
+        self._events = events
+        self._watermarks = watermarks
+        self._model_id = model.identity.id
+        self._budget = TokenBudget(model.max_input_tokens, model.count_tokens)
+        self._clock = clock
+
+    def __call__(self, org_id: str) -> list[PartitionStatus]:
+        return [self._status(p) for p in self._events.partitions(org_id)]
+
+    def _status(self, partition: Partition) -> PartitionStatus:
+        watermark: SweepWatermark = self._watermarks.get(partition, self._model_id)
+        mark = watermark.mark
+        now = self._clock()
+        read = self._next_read(partition, mark)
+        closed = plan(read, now=now, budget=self._budget).closed
+        age = (now - closed[0].last.occurred_at).total_seconds() if closed else None
+        return PartitionStatus(
+            partition=partition,
+            model=self._model_id,
+            mark=mark,
+            lag_events=self._events.count_unconsumed(partition, mark),
+            oldest_closed_window_age_seconds=age,
+            windows_embedded=watermark.windows_embedded,
+            windows_skipped=watermark.windows_skipped,
+            poison_windows=list(watermark.poison_windows),
+            stalled=watermark.is_stalled,
+            last_stall_reason=watermark.last_stall_reason,
+            last_stall_at=watermark.last_stall_at,
+            last_advanced_at=watermark.last_advanced_at,
+        )
+
+    def _next_read(self, partition: Partition, mark: WatermarkMark) -> PartitionRead:
+        """What the sweep would read next: late messages first, else the main stream."""
+        if mark.late is None:
+            main = self._events.read_main(partition, mark, SWEEP_READ_LIMIT)
+            if not main.late_pending:
+                return main.read
+            mark = mark.begin_late(main.horizon_seq)
+        assert mark.late is not None
+        return self._events.read_late(partition, mark, mark.late, SWEEP_READ_LIMIT)

@@ -1,0 +1,102 @@
+"""History search as the user sees it: the query, its hits, and how full-text and
+semantic hits are merged."""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.domain.errors import InvalidInput
+
+SEARCH_LIMIT_DEFAULT = 20
+SEARCH_LIMIT_MAX = 100
+MAX_QUERY_CHARS = 1000
+
+
+class MatchedBy(enum.Enum):
+    FTS = "fts"
+    SEMANTIC = "semantic"
+
+
+class SemanticState(enum.Enum):
+    """`on`: semantic hits were searched; `off`: the feature is off for the org (the model
+    was not called); `degraded`: the query could not be embedded in time, so the answer is
+    full-text only."""
+
+    ON = "on"
+    OFF = "off"
+    DEGRADED = "degraded"
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryQuery:
+    text: str
+    limit: int = SEARCH_LIMIT_DEFAULT
+    provider: str | None = None
+    channel_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if not self.text.strip():
+            raise InvalidInput("q", "must contain a non-blank search text")
+        if len(self.text) > MAX_QUERY_CHARS:
+            raise InvalidInput("q", f"must be at most {MAX_QUERY_CHARS} characters")
+        if not 1 <= self.limit <= SEARCH_LIMIT_MAX:
+            raise InvalidInput("limit", f"must be between 1 and {SEARCH_LIMIT_MAX}")
+        for name, value in (("since", self.since), ("until", self.until)):
+            if value is not None and value.tzinfo is None:
+                raise InvalidInput(name, "must include a timezone offset")
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise InvalidInput("until", "must be later than since")
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryHit:
+    """One message in the results. Semantic hits carry the similarity and id of the window
+    that matched."""
+
+    event_id: str
+    provider: str
+    channel_id: str
+    sender: str
+    text: str
+    occurred_at: datetime
+    matched_by: MatchedBy
+    similarity: float | None = None
+    window_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HybridMerge:
+    """Full-text hits first (their order kept), semantic hits appended, each event at most
+    once (its first appearance wins), at most `limit` in all."""
+
+    limit: int
+
+    def __post_init__(self) -> None:
+        if self.limit < 1:
+            raise ValueError("limit must be positive")
+
+    def merge(self, fts: Iterable[HistoryHit], semantic: Iterable[HistoryHit]) -> list[HistoryHit]:
+        merged: list[HistoryHit] = []
+        seen: set[str] = set()
+        for source in (fts, semantic):
+            for hit in source:
+                if hit.event_id in seen:
+                    continue
+                seen.add(hit.event_id)
+                merged.append(hit)
+                if len(merged) == self.limit:
+                    return merged
+        return merged
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySearchResult:
+    hits: list[HistoryHit]
+    semantic: SemanticState
+    model: str | None = None

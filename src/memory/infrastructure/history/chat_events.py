@@ -1,0 +1,249 @@
+"""`dw_chat_events` in PostgreSQL: ingest, full-text search, and the sweep's reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from psycopg import sql
+
+from memory.application.history.ports import StoredEvents
+from memory.domain.history.chat_event import ChatEvent
+from memory.domain.history.conversation import ChatMessage
+from memory.domain.history.partition import Partition
+from memory.domain.history.search import HistoryHit, HistoryQuery, MatchedBy
+from memory.domain.history.sweep_plan import LateCatchUp, MainRead, PartitionRead, WatermarkMark
+from memory.infrastructure.history.locks import INGEST_LOCK_CLASS
+from memory.infrastructure.history.sql_filters import EMBEDDABLE, event_filters
+from memory.infrastructure.postgres.database import Database
+
+_INSERT = sql.SQL(
+    """
+    INSERT INTO dw_chat_events (
+        org_id, event_id, provider, external_channel_id, external_thread_id, sender,
+        event_type, decision, message_text, occurred_at)
+    SELECT %(org_id)s, e.* FROM unnest(
+        %(event_id)s::text[], %(provider)s::text[], %(channel)s::text[], %(thread)s::text[],
+        %(sender)s::text[], %(event_type)s::text[], %(decision)s::text[], %(text)s::text[],
+        %(occurred_at)s::timestamptz[]) AS e
+    ON CONFLICT (org_id, event_id) DO NOTHING
+    """
+)
+_INSERT_PARTITIONS = sql.SQL(
+    """
+    INSERT INTO dw_chat_partitions (org_id, provider, external_channel_id)
+    SELECT DISTINCT %(org_id)s, p.provider, p.channel
+    FROM unnest(%(provider)s::text[], %(channel)s::text[]) AS p(provider, channel)
+    ON CONFLICT DO NOTHING
+    """
+)
+_PARTITION = sql.SQL(
+    "org_id = %(org_id)s AND provider = %(provider)s AND external_channel_id = %(channel_id)s"
+)
+_MESSAGE_COLUMNS = sql.SQL("event_id, sender, message_text, occurred_at")
+_HIT_COLUMNS = sql.SQL("event_id, provider, external_channel_id, sender, message_text, occurred_at")
+
+
+class PostgresChatEventLog:
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    # Ingest ---------------------------------------------------------------------------
+
+    def append(self, org_id: str, events: Sequence[ChatEvent]) -> StoredEvents:
+        ids = [e.event_id for e in events]
+        if any(i is None for i in ids):
+            raise ValueError("events must have ids before they are stored")
+        params: dict[str, Any] = {
+            "org_id": org_id,
+            "event_id": ids,
+            "provider": [e.provider for e in events],
+            "channel": [e.channel_id for e in events],
+            "thread": [e.thread_id for e in events],
+            "sender": [e.sender for e in events],
+            "event_type": [e.event_type for e in events],
+            "decision": [e.decision for e in events],
+            "text": [e.text for e in events],
+            "occurred_at": [e.occurred_at for e in events],
+        }
+        with self._db.connection() as conn:
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (INGEST_LOCK_CLASS, org_id)
+            )
+            inserted = conn.execute(_INSERT, params).rowcount
+            conn.execute(_INSERT_PARTITIONS, params)
+        return StoredEvents([str(i) for i in ids], max(inserted, 0))
+
+    # Search ---------------------------------------------------------------------------
+
+    def full_text(self, org_id: str, query: HistoryQuery) -> list[HistoryHit]:
+        params: dict[str, Any] = {"org_id": org_id, "q": query.text, "limit": query.limit}
+        statement = sql.SQL(
+            """
+            SELECT {columns} FROM dw_chat_events, plainto_tsquery('simple', %(q)s) AS q
+            WHERE org_id = %(org_id)s AND search_tsv @@ q{filters}
+            ORDER BY ts_rank(search_tsv, q) DESC, occurred_at DESC, event_id
+            LIMIT %(limit)s
+            """
+        ).format(columns=_HIT_COLUMNS, filters=event_filters(query, params))
+        with self._db.connection() as conn:
+            rows = conn.execute(statement, params).fetchall()
+        return [_hit(row, MatchedBy.FTS) for row in rows]
+
+    def messages(
+        self, org_id: str, event_ids: Sequence[str], query: HistoryQuery
+    ) -> list[HistoryHit]:
+        params: dict[str, Any] = {"org_id": org_id, "ids": list(event_ids)}
+        statement = sql.SQL(
+            "SELECT {columns} FROM dw_chat_events"
+            " WHERE org_id = %(org_id)s AND event_id = ANY(%(ids)s::text[]){filters}"
+        ).format(columns=_HIT_COLUMNS, filters=event_filters(query, params))
+        with self._db.connection() as conn:
+            rows = conn.execute(statement, params).fetchall()
+        return [_hit(row, MatchedBy.SEMANTIC) for row in rows]
+
+    # The sweep ------------------------------------------------------------------------
+
+    def partitions(self, org_id: str | None = None) -> list[Partition]:
+        where = sql.SQL(" WHERE org_id = %(org_id)s") if org_id is not None else sql.SQL("")
+        statement = sql.SQL(
+            "SELECT org_id, provider, external_channel_id FROM dw_chat_partitions{where}"
+            " ORDER BY org_id, provider, external_channel_id"
+        ).format(where=where)
+        with self._db.connection() as conn:
+            rows = conn.execute(statement, {"org_id": org_id}).fetchall()
+        return [
+            Partition(str(r["org_id"]), str(r["provider"]), str(r["external_channel_id"]))
+            for r in rows
+        ]
+
+    def read_main(self, partition: Partition, mark: WatermarkMark, limit: int) -> MainRead:
+        params = _partition_params(partition) | {"limit": limit + 1}
+        with self._db.connection() as conn:
+            # One snapshot for the horizon, the late check and the read (docs/adr/0030).
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            horizon_row = conn.execute(
+                sql.SQL(
+                    "SELECT coalesce(max(ingest_seq), 0) AS seq FROM dw_chat_events WHERE {p}"
+                ).format(p=_PARTITION),
+                params,
+            ).fetchone()
+            assert horizon_row is not None
+            horizon = int(cast(int, horizon_row["seq"]))
+            after = sql.SQL("")
+            if mark.position is not None:
+                params |= {
+                    "seen_seq": mark.seen_seq,
+                    "p_at": mark.position.occurred_at,
+                    "p_id": mark.position.event_id,
+                }
+                late = conn.execute(
+                    sql.SQL(
+                        "SELECT EXISTS (SELECT 1 FROM dw_chat_events WHERE {p} AND {e}"
+                        " AND ingest_seq > %(seen_seq)s"
+                        " AND (occurred_at, event_id) <= (%(p_at)s, %(p_id)s)) AS late"
+                    ).format(p=_PARTITION, e=EMBEDDABLE),
+                    params,
+                ).fetchone()
+                assert late is not None
+                if late["late"]:
+                    return MainRead(PartitionRead((), True), horizon, True)
+                after = sql.SQL(" AND (occurred_at, event_id) > (%(p_at)s, %(p_id)s)")
+            rows = conn.execute(
+                sql.SQL(
+                    "SELECT {columns} FROM dw_chat_events WHERE {p} AND {e}{after}"
+                    " ORDER BY occurred_at, event_id LIMIT %(limit)s"
+                ).format(columns=_MESSAGE_COLUMNS, p=_PARTITION, e=EMBEDDABLE, after=after),
+                params,
+            ).fetchall()
+        return MainRead(_read(rows, limit), horizon, False)
+
+    def read_late(
+        self, partition: Partition, mark: WatermarkMark, late: LateCatchUp, limit: int
+    ) -> PartitionRead:
+        if mark.position is None:
+            raise ValueError("nothing can be late before anything was consumed")
+        params = _partition_params(partition) | {
+            "limit": limit + 1,
+            "seen_seq": mark.seen_seq,
+            "horizon": late.horizon_seq,
+            "p_at": mark.position.occurred_at,
+            "p_id": mark.position.event_id,
+        }
+        after = sql.SQL("")
+        if late.cursor is not None:
+            params |= {"c_at": late.cursor.occurred_at, "c_id": late.cursor.event_id}
+            after = sql.SQL(" AND (occurred_at, event_id) > (%(c_at)s, %(c_id)s)")
+        statement = sql.SQL(
+            "SELECT {columns} FROM dw_chat_events WHERE {p} AND {e}"
+            " AND ingest_seq > %(seen_seq)s AND ingest_seq <= %(horizon)s"
+            " AND (occurred_at, event_id) <= (%(p_at)s, %(p_id)s){after}"
+            " ORDER BY occurred_at, event_id LIMIT %(limit)s"
+        ).format(columns=_MESSAGE_COLUMNS, p=_PARTITION, e=EMBEDDABLE, after=after)
+        with self._db.connection() as conn:
+            rows = conn.execute(statement, params).fetchall()
+        return _read(rows, limit)
+
+    def count_unconsumed(self, partition: Partition, mark: WatermarkMark) -> int:
+        params = _partition_params(partition)
+        condition: sql.Composable
+        if mark.position is None:
+            condition = sql.SQL("TRUE")
+        else:
+            params |= {
+                "seen_seq": mark.seen_seq,
+                "p_at": mark.position.occurred_at,
+                "p_id": mark.position.event_id,
+            }
+            late_done: sql.Composable = sql.SQL("FALSE")
+            if mark.late is not None and mark.late.cursor is not None:
+                params |= {
+                    "horizon": mark.late.horizon_seq,
+                    "c_at": mark.late.cursor.occurred_at,
+                    "c_id": mark.late.cursor.event_id,
+                }
+                late_done = sql.SQL(
+                    "(ingest_seq <= %(horizon)s"
+                    " AND (occurred_at, event_id) <= (%(c_at)s, %(c_id)s))"
+                )
+            condition = sql.SQL(
+                "((occurred_at, event_id) > (%(p_at)s, %(p_id)s)"
+                " OR (ingest_seq > %(seen_seq)s AND NOT {late_done}))"
+            ).format(late_done=late_done)
+        statement = sql.SQL(
+            "SELECT count(*) AS n FROM dw_chat_events WHERE {p} AND {e} AND {c}"
+        ).format(p=_PARTITION, e=EMBEDDABLE, c=condition)
+        with self._db.connection() as conn:
+            row = conn.execute(statement, params).fetchone()
+        assert row is not None
+        return int(cast(int, row["n"]))
+
+
+def _partition_params(partition: Partition) -> dict[str, Any]:
+    return {
+        "org_id": partition.org_id,
+        "provider": partition.provider,
+        "channel_id": partition.channel_id,
+    }
+
+
+def _read(rows: list[dict[str, Any]], limit: int) -> PartitionRead:
+    messages = tuple(
+        ChatMessage(str(r["event_id"]), str(r["sender"]), str(r["message_text"]), r["occurred_at"])
+        for r in rows[:limit]
+    )
+    return PartitionRead(messages, complete=len(rows) <= limit)
+
+
+def _hit(row: dict[str, Any], matched_by: MatchedBy) -> HistoryHit:
+    occurred_at: datetime = row["occurred_at"]
+    return HistoryHit(
+        event_id=str(row["event_id"]),
+        provider=str(row["provider"]),
+        channel_id=str(row["external_channel_id"]),
+        sender=str(row["sender"]),
+        text=str(row["message_text"]),
+        occurred_at=occurred_at,
+        matched_by=matched_by,
+    )

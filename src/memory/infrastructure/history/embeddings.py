@@ -1,0 +1,153 @@
+"""`dw_message_embeddings` in PostgreSQL: the sweep's upserts and exact KNN for search.
+
+Every statement names `(org_id, model)` (or, for cleanup, the model): vectors of two models
+are never compared. The column has no fixed dimension, so a query that forgot the model
+filter would fail loudly on mixed sizes rather than compare silently.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any, cast
+
+from pgvector import HalfVector
+from psycopg import sql
+
+from memory.application.history.ports import EmbeddedWindow, WindowMatch
+from memory.domain.embedding import EmbeddingVector
+from memory.domain.history.partition import Partition
+from memory.domain.history.search import HistoryQuery
+from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
+from memory.infrastructure.history.sql_filters import window_filters
+from memory.infrastructure.postgres.database import Database
+
+# A window is written only if every event it covers still exists: a purge that ran while
+# the window was being embedded wins (the shared retention lock orders the two).
+_UPSERT = sql.SQL(
+    """
+    INSERT INTO dw_message_embeddings (
+        id, org_id, provider, external_channel_id, model, embedding, content,
+        source_event_ids, first_occurred_at, last_occurred_at)
+    SELECT %(id)s, %(org_id)s, %(provider)s, %(channel_id)s, %(model)s, %(embedding)s,
+           %(content)s, %(event_ids)s::text[], %(first)s, %(last)s
+    WHERE NOT EXISTS (
+        SELECT 1 FROM unnest(%(event_ids)s::text[]) AS s(event_id)
+        WHERE NOT EXISTS (
+            SELECT 1 FROM dw_chat_events e
+            WHERE e.org_id = %(org_id)s AND e.event_id = s.event_id))
+    ON CONFLICT (id) DO UPDATE SET
+        embedding = excluded.embedding,
+        content = excluded.content,
+        source_event_ids = excluded.source_event_ids,
+        first_occurred_at = excluded.first_occurred_at,
+        last_occurred_at = excluded.last_occurred_at,
+        created_at = now()
+    """
+)
+# A window re-cut after a crash (e.g. a message arrived in between) replaces the rows of
+# the same model that covered any of its events, so no event is embedded twice.
+_REPLACE_OVERLAPPING = sql.SQL(
+    """
+    DELETE FROM dw_message_embeddings
+    WHERE org_id = %(org_id)s AND model = %(model)s AND provider = %(provider)s
+      AND external_channel_id = %(channel_id)s
+      AND source_event_ids && %(event_ids)s::text[] AND id <> ALL(%(ids)s::uuid[])
+    """
+)
+
+
+class PostgresWindowEmbeddings:
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def upsert(self, model: str, windows: Sequence[EmbeddedWindow]) -> int:
+        by_partition: dict[Partition, list[EmbeddedWindow]] = defaultdict(list)
+        for w in windows:
+            by_partition[w.partition].append(w)
+        written = 0
+        with self._db.connection() as conn:
+            for org_id in sorted({p.org_id for p in by_partition}):
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
+                    (RETENTION_LOCK_CLASS, org_id),
+                )
+            for partition, group in sorted(by_partition.items()):
+                conn.execute(
+                    _REPLACE_OVERLAPPING,
+                    {
+                        "org_id": partition.org_id,
+                        "model": model,
+                        "provider": partition.provider,
+                        "channel_id": partition.channel_id,
+                        "event_ids": [e for w in group for e in w.window.event_ids],
+                        "ids": [w.id for w in group],
+                    },
+                )
+                with conn.cursor() as cur:
+                    for w in group:
+                        cur.execute(_UPSERT, _row(model, w))
+                        written += max(cur.rowcount, 0)
+        return written
+
+    def nearest(
+        self, org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
+    ) -> list[WindowMatch]:
+        params: dict[str, Any] = {
+            "org_id": org_id,
+            "model": model,
+            "vector": HalfVector(list(vector.values)),
+            "k": k,
+        }
+        statement = sql.SQL(
+            """
+            SELECT id, source_event_ids, 1 - (embedding <=> %(vector)s) AS similarity
+            FROM dw_message_embeddings
+            WHERE org_id = %(org_id)s AND model = %(model)s{filters}
+            ORDER BY embedding <=> %(vector)s, id
+            LIMIT %(k)s
+            """
+        ).format(filters=window_filters(query, params))
+        with self._db.connection() as conn:
+            rows = conn.execute(statement, params).fetchall()
+        return [
+            WindowMatch(
+                window_id=_uuid(r["id"]),
+                similarity=float(cast(float, r["similarity"])),
+                event_ids=tuple(cast(list[str], r["source_event_ids"])),
+            )
+            for r in rows
+        ]
+
+    def drop_model(self, model: str) -> int:
+        with self._db.connection() as conn:
+            return conn.execute(
+                "DELETE FROM dw_message_embeddings WHERE model = %s", (model,)
+            ).rowcount
+
+    def models(self) -> dict[str, int]:
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                "SELECT model, count(*) AS n FROM dw_message_embeddings GROUP BY model"
+            ).fetchall()
+        return {str(r["model"]): int(cast(int, r["n"])) for r in rows}
+
+
+def _row(model: str, w: EmbeddedWindow) -> dict[str, Any]:
+    return {
+        "id": w.id,
+        "org_id": w.partition.org_id,
+        "provider": w.partition.provider,
+        "channel_id": w.partition.channel_id,
+        "model": model,
+        "embedding": HalfVector(list(w.vector.values)),
+        "content": w.window.content,
+        "event_ids": list(w.window.event_ids),
+        "first": w.window.first.occurred_at,
+        "last": w.window.last.occurred_at,
+    }
+
+
+def _uuid(value: object) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))

@@ -1,0 +1,13 @@
+"""Advisory-lock classes of the history context: the first key of two-key advisory locks,
+so they never collide with each other or with single-key locks (e.g. migrations)."""
+
+from __future__ import annotations
+
+# Ingest holds this per org (transaction scope) while numbering and inserting events, so
+# ingest sequence numbers become visible in commit order per org.
+INGEST_LOCK_CLASS = 0x48490001
+# The retention purge holds this per org exclusively, the sweep's upsert shared: a window
+# is never written after the purge removed one of its events.
+RETENTION_LOCK_CLASS = 0x48490002
+# One sweeper per (partition, model), held for the whole partition (session scope).
+SWEEP_LOCK_CLASS = 0x48490003

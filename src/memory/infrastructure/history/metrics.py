@@ -1,0 +1,57 @@
+"""Prometheus metrics of the history context (exposed on /metrics)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from memory.application.history.retention import PurgeReport
+from memory.application.history.sweep import SweepReport
+from memory.domain.history.search import SemanticState
+
+INGESTED_EVENTS = Counter(
+    "memory_history_ingested_events_total", "Chat events received by ingest", ["result"]
+)
+SWEEP_WINDOWS = Counter(
+    "memory_history_sweep_windows_total", "Windows the sweep consumed, by outcome", ["outcome"]
+)
+SWEEP_STALLS = Counter(
+    "memory_history_sweep_stalls_total", "Partitions stalled by a model failure", ["reason"]
+)
+SWEEP_PASSES = Counter("memory_history_sweep_passes_total", "Sweep passes run", ["trigger"])
+SWEEP_SECONDS = Histogram(
+    "memory_history_sweep_seconds",
+    "Duration of one sweep pass",
+    buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900),
+)
+SWEEP_OPEN_WINDOWS = Gauge(
+    "memory_history_sweep_open_windows", "Open windows left after the last sweep pass"
+)
+SEARCHES = Counter(
+    "memory_history_searches_total", "History searches by semantic state", ["semantic"]
+)
+PURGED = Counter("memory_history_purged_total", "Rows deleted by retention", ["kind"])
+
+
+def record_ingest(inserted: int, duplicates: int) -> None:
+    INGESTED_EVENTS.labels("inserted").inc(inserted)
+    INGESTED_EVENTS.labels("duplicate").inc(duplicates)
+
+
+def record_sweep(report: SweepReport, seconds: float, trigger: str) -> None:
+    SWEEP_PASSES.labels(trigger).inc()
+    SWEEP_SECONDS.observe(seconds)
+    SWEEP_WINDOWS.labels("embedded").inc(report.windows_embedded)
+    SWEEP_WINDOWS.labels("skipped").inc(report.windows_skipped)
+    SWEEP_WINDOWS.labels("poisoned").inc(report.windows_poisoned)
+    SWEEP_OPEN_WINDOWS.set(report.windows_open)
+    for reason in report.stall_reasons:
+        SWEEP_STALLS.labels(reason).inc()
+
+
+def record_search(state: SemanticState) -> None:
+    SEARCHES.labels(state.value).inc()
+
+
+def record_purge(report: PurgeReport) -> None:
+    PURGED.labels("events").inc(report.events_deleted)
+    PURGED.labels("embeddings").inc(report.embeddings_deleted)

@@ -1,0 +1,58 @@
+"""One sweeper per (partition, model): session-level advisory locks on a dedicated
+autocommit connection, so holding a lock never holds a transaction open (the model runs
+while it is held)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg import errors
+
+from memory.domain.history.partition import Partition
+from memory.domain.history.watermark import watermark_id
+from memory.infrastructure.history.locks import SWEEP_LOCK_CLASS
+
+
+def lock_key(partition: Partition, model: str) -> int:
+    """A signed 32-bit key from the watermark id (a collision only serialises two
+    partitions, it never lets two sweepers into one)."""
+    return int.from_bytes(watermark_id(partition, model).bytes[:4], "big", signed=True)
+
+
+class _Session:
+    def __init__(self, conn: psycopg.Connection[tuple[object, ...]], wait: bool) -> None:
+        self._conn = conn
+        self._wait = wait
+
+    @contextmanager
+    def hold(self, partition: Partition, model: str) -> Iterator[bool]:
+        key = (SWEEP_LOCK_CLASS, lock_key(partition, model))
+        if self._wait:
+            try:
+                self._conn.execute("SELECT pg_advisory_lock(%s, %s)", key)
+                held = True
+            except errors.LockNotAvailable:
+                held = False
+        else:
+            row = self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone()
+            held = bool(row and row[0])
+        try:
+            yield held
+        finally:
+            if held:
+                self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+
+
+class AdvisoryPartitionLocks:
+    def __init__(self, url: str, *, wait_timeout: float) -> None:
+        self._url = url
+        self._wait_timeout = wait_timeout
+
+    @contextmanager
+    def session(self, *, wait: bool) -> Iterator[_Session]:
+        with psycopg.connect(self._url, autocommit=True) as conn:
+            if wait:
+                conn.execute(f"SET lock_timeout = {int(self._wait_timeout * 1000)}")
+            yield _Session(conn, wait)

@@ -1,0 +1,55 @@
+"""Per-org retention and the purge, in PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import cast
+
+from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
+from memory.infrastructure.postgres.database import Database
+
+
+class PostgresRetention:
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def days(self, org_id: str) -> int | None:
+        with self._db.connection() as conn:
+            row = conn.execute(
+                "SELECT retention_days FROM dw_org_retention WHERE org_id = %s", (org_id,)
+            ).fetchone()
+        return None if row is None else int(cast(int, row["retention_days"]))
+
+    def set_days(self, org_id: str, days: int) -> None:
+        with self._db.connection() as conn:
+            conn.execute(
+                "INSERT INTO dw_org_retention (org_id, retention_days) VALUES (%s, %s)"
+                " ON CONFLICT (org_id) DO UPDATE"
+                " SET retention_days = excluded.retention_days, updated_at = now()",
+                (org_id, days),
+            )
+
+    def orgs_with_events(self) -> list[str]:
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT org_id FROM dw_chat_partitions ORDER BY org_id"
+            ).fetchall()
+        return [str(r["org_id"]) for r in rows]
+
+    def purge(self, org_id: str, cutoff: datetime) -> tuple[int, int]:
+        """One transaction. A window covering a purged event starts before the cutoff
+        (its first message is at or before that event), so `first_occurred_at < cutoff`
+        finds exactly the rows covering purged events."""
+        with self._db.connection() as conn:
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (RETENTION_LOCK_CLASS, org_id)
+            )
+            rows = conn.execute(
+                "DELETE FROM dw_message_embeddings WHERE org_id = %s AND first_occurred_at < %s",
+                (org_id, cutoff),
+            ).rowcount
+            events = conn.execute(
+                "DELETE FROM dw_chat_events WHERE org_id = %s AND occurred_at < %s",
+                (org_id, cutoff),
+            ).rowcount
+        return events, rows
