@@ -57,6 +57,11 @@ class Settings(BaseSettings):
 
     # History search.
     sweep_interval: float = Field(default=60.0, gt=0)
+    # After an ingest NOTIFY wakes the sweep, wait this long (seconds) so that a burst of
+    # ingests is swept in one pass.
+    sweep_debounce: float = Field(default=1.0, ge=0)
+    # How long `POST /v1/sweep` and `memory sweep` wait for a partition another sweeper holds.
+    sweep_lock_timeout: float = Field(default=60.0, gt=0)
     history_query_embed_timeout: float = Field(default=1.0, gt=0)
     purge_interval: float = Field(default=3600.0, gt=0)
     default_retention_days: int = Field(default=30, ge=1)
