@@ -88,7 +88,7 @@ def _reembed(args: argparse.Namespace) -> int:
     try:
         model = models.get(args.model)
         with _database(settings) as database:
-            log = EventSourcedPolicyLog(database.url)
+            log = EventSourcedPolicyLog.connect(database.url)
             bar = tqdm(desc=f"reembed {model.identity.id}", unit="event", file=sys.stderr)
 
             def progress(position: int | None, head: int | None) -> None:
@@ -157,7 +157,7 @@ def _status(args: argparse.Namespace) -> int:
     settings: Settings = args.settings
     active = _model_id(settings.policy_model)
     with _database(settings) as database:
-        log = EventSourcedPolicyLog(database.url)
+        log = EventSourcedPolicyLog.connect(database.url)
         datastore = view_datastore(database.url)
         try:
             head = log.head()

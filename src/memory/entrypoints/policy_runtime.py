@@ -50,7 +50,7 @@ class PolicyRuntime:
         self.settings = settings
         self.database = database
         self.model = model
-        self.log = EventSourcedPolicyLog(database.url)
+        self.log = EventSourcedPolicyLog.connect(database.url)
         self.progress = ProjectionProgress()
         self._positions = view_datastore(database.url)
         self.projector: PolicyProjector | None = None

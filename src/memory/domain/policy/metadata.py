@@ -18,6 +18,8 @@ MAX_TAGS = 50
 # Canonical JSON of the whole metadata object, in UTF-8 bytes. Metadata is for filtering and
 # display, not a document store: the policy text belongs in `content`.
 METADATA_MAX_BYTES = 16_384
+# Nesting depth of objects and lists inside a metadata value.
+METADATA_MAX_DEPTH = 32
 WELL_KNOWN_KEYS = ("title", "source", "tags")
 
 
@@ -113,13 +115,16 @@ def _tags(value: Any, field: str) -> tuple[str, ...]:
 
 
 def _check_json(key: str, value: Any, field: str) -> None:
-    """Keys and strings without NUL (PostgreSQL text cannot hold it) and finite numbers only
-    (JSON has no NaN or Infinity). Iterative, so deep nesting cannot exhaust the stack."""
-    stack: list[tuple[str, Any]] = [(f"{field}.{key}", value)]
+    """Keys and strings without NUL (PostgreSQL text cannot hold it), finite numbers only
+    (JSON has no NaN or Infinity), bounded nesting. Iterative, so no input exhausts the
+    stack."""
     if "\x00" in key or not key:
         raise InvalidInput(f"{field}.{key!r}", "keys must be non-empty and free of NUL")
+    stack: list[tuple[str, Any, int]] = [(f"{field}.{key}", value, 1)]
     while stack:
-        path, item = stack.pop()
+        path, item, depth = stack.pop()
+        if isinstance(item, dict | list) and depth > METADATA_MAX_DEPTH:
+            raise InvalidInput(path, f"nests deeper than {METADATA_MAX_DEPTH} levels")
         if isinstance(item, str):
             if "\x00" in item:
                 raise InvalidInput(path, "must not contain NUL characters")
@@ -130,8 +135,8 @@ def _check_json(key: str, value: Any, field: str) -> None:
             for k, v in item.items():
                 if not isinstance(k, str) or "\x00" in k:
                     raise InvalidInput(path, "keys must be strings free of NUL")
-                stack.append((f"{path}.{k}", v))
+                stack.append((f"{path}.{k}", v, depth + 1))
         elif isinstance(item, list):
-            stack.extend((f"{path}.{i}", v) for i, v in enumerate(item))
+            stack.extend((f"{path}.{i}", v, depth + 1) for i, v in enumerate(item))
         elif item is not None and not isinstance(item, bool | int):
             raise InvalidInput(path, f"is not a JSON value ({type(item).__name__})")

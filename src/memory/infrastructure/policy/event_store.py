@@ -61,9 +61,12 @@ class EventSourcedPolicyLog:
     """`PolicyEventLog` and `PolicyLogOutlook` over the library's application. Creating it
     creates the event store's tables if they do not exist."""
 
-    def __init__(self, database_url: str) -> None:
-        self.database_url = database_url
-        self.app = PolicyApplication(env=event_store_env(database_url))
+    def __init__(self, app: PolicyApplication) -> None:
+        self.app = app
+
+    @classmethod
+    def connect(cls, database_url: str) -> EventSourcedPolicyLog:
+        return cls(PolicyApplication(env=event_store_env(database_url)))
 
     def get(self, policy_id: PolicyId) -> PolicyEmbedding | None:
         try:

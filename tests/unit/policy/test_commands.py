@@ -1,0 +1,243 @@
+"""StoreEmbedding / UpdateEmbedding over the library's in-memory event store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from memory.application.embedding import ModelUnavailable
+from memory.application.policy.commands import UPDATE_ATTEMPTS, NewPolicy, PolicyCommands
+from memory.domain.errors import AlreadyExists, InvalidInput, NotFound
+from memory.domain.policy.aggregate import PolicyEmbedding
+from memory.domain.policy.dimensionality import DimensionalityMismatch
+from memory.domain.policy.embedding_ref import embedding_ref_for
+from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
+
+CountingModel = Any
+ToldWaiter = Any
+Recorded = Callable[[], list[Any]]
+
+
+@pytest.fixture
+def commands(
+    memory_log: EventSourcedPolicyLog,
+    counting_model: Callable[..., CountingModel],
+    told_waiter: ToldWaiter,
+) -> tuple[PolicyCommands, CountingModel]:
+    model = counting_model()
+    return (
+        PolicyCommands(memory_log, model, told_waiter, max_content_chars=200, wait_timeout=1.0),
+        model,
+    )
+
+
+def test_store_embeds_records_and_waits_for_the_projection(
+    commands: tuple[PolicyCommands, CountingModel],
+    memory_log: EventSourcedPolicyLog,
+    recorded: Recorded,
+    told_waiter: ToldWaiter,
+) -> None:
+    cmd, model = commands
+    receipt = cmd.store("p1", "Travel must be approved.", {"title": "Travel"})
+    assert receipt.version == 1
+    assert receipt.embedding_ref == embedding_ref_for(PolicyEmbedding.create_id("p1"))
+    assert (receipt.model, receipt.dimensions, receipt.searchable) == ("hash:384", 384, True)
+    assert model.documents == ["Travel must be approved."]
+    assert told_waiter.waited_for == [1]
+    assert len(recorded()) == 1
+
+
+def test_store_reports_not_yet_searchable_when_the_wait_times_out(
+    commands: tuple[PolicyCommands, CountingModel], told_waiter: ToldWaiter
+) -> None:
+    told_waiter.answer = False
+    assert not commands[0].store("p1", "text").searchable
+
+
+def test_storing_an_existing_policy_conflicts_without_embedding(
+    commands: tuple[PolicyCommands, CountingModel], recorded: Recorded
+) -> None:
+    cmd, model = commands
+    cmd.store("p1", "first")
+    with pytest.raises(AlreadyExists):
+        cmd.store("p1", "second")
+    assert model.documents == ["first"]
+    assert len(recorded()) == 1
+
+
+@pytest.mark.parametrize(
+    ("policy_id", "content", "metadata", "field"),
+    [
+        ("bad id", "text", None, "policy_id"),
+        ("p1", "", None, "content"),
+        ("p1", "x" * 201, None, "content"),
+        ("p1", "text", {"tags": "x"}, "metadata.tags"),
+    ],
+)
+def test_invalid_input_changes_nothing_and_embeds_nothing(
+    commands: tuple[PolicyCommands, CountingModel],
+    memory_log: EventSourcedPolicyLog,
+    recorded: Recorded,
+    policy_id: str,
+    content: str,
+    metadata: Any,
+    field: str,
+) -> None:
+    cmd, model = commands
+    with pytest.raises(InvalidInput) as err:
+        cmd.store(policy_id, content, metadata)
+    assert err.value.field == field
+    assert model.documents == []
+    assert recorded() == []
+
+
+def test_unavailable_model_records_nothing(
+    commands: tuple[PolicyCommands, CountingModel],
+    memory_log: EventSourcedPolicyLog,
+    recorded: Recorded,
+) -> None:
+    cmd, model = commands
+    model.unavailable = True
+    with pytest.raises(ModelUnavailable):
+        cmd.store("p1", "text")
+    assert recorded() == []
+    model.unavailable = False
+    cmd.store("p1", "text")
+    model.unavailable = True
+    with pytest.raises(ModelUnavailable):
+        cmd.update("p1", "new text")
+    assert len(recorded()) == 1
+
+
+def test_store_many_is_all_or_nothing(
+    commands: tuple[PolicyCommands, CountingModel],
+    memory_log: EventSourcedPolicyLog,
+    recorded: Recorded,
+) -> None:
+    cmd, model = commands
+    receipts = cmd.store_many([NewPolicy("a", "one"), NewPolicy("b", "two")])
+    assert [r.policy_id for r in receipts] == ["a", "b"]
+    with pytest.raises(AlreadyExists):
+        cmd.store_many([NewPolicy("c", "three"), NewPolicy("a", "again")])
+    with pytest.raises(InvalidInput) as err:
+        cmd.store_many([NewPolicy("d", "four"), NewPolicy("e", "")])
+    assert err.value.field == "policies.1.content"
+    assert len(recorded()) == 2
+    assert model.documents == ["one", "two"]
+
+
+def test_update_of_content_re_embeds_and_increments_the_version(
+    commands: tuple[PolicyCommands, CountingModel],
+) -> None:
+    cmd, model = commands
+    first = cmd.store("p1", "old text", {"title": "T"})
+    receipt = cmd.update("p1", "new text")
+    assert receipt.version == 2
+    assert receipt.stored_at > first.stored_at
+    assert receipt.embedding_ref == first.embedding_ref
+    assert model.documents == ["old text", "new text"]
+
+
+def test_metadata_only_update_does_not_re_embed(
+    commands: tuple[PolicyCommands, CountingModel],
+    memory_log: EventSourcedPolicyLog,
+    recorded: Recorded,
+) -> None:
+    cmd, model = commands
+    cmd.store("p1", "text", {"title": "T"})
+    receipt = cmd.update("p1", "text", {"title": "T2"})
+    assert receipt.version == 2
+    assert model.documents == ["text"]
+    last = memory_log.events(memory_log_pid("p1"))[-1]
+    assert isinstance(last, PolicyEmbedding.MetadataUpdated)
+
+
+def memory_log_pid(text: str) -> Any:
+    from memory.domain.policy.policy_id import PolicyId
+
+    return PolicyId.parse(text)
+
+
+def test_omitted_metadata_keeps_the_current_one(
+    commands: tuple[PolicyCommands, CountingModel], memory_log: EventSourcedPolicyLog
+) -> None:
+    cmd, _ = commands
+    cmd.store("p1", "text", {"title": "T", "tags": ["a"]})
+    cmd.update("p1", "changed text")
+    aggregate = memory_log.get(memory_log_pid("p1"))
+    assert aggregate is not None
+    assert aggregate.metadata.title == "T"
+    assert aggregate.metadata.tags == ("a",)
+
+
+def test_an_update_that_changes_nothing_records_nothing(
+    commands: tuple[PolicyCommands, CountingModel],
+    memory_log: EventSourcedPolicyLog,
+    recorded: Recorded,
+) -> None:
+    cmd, model = commands
+    cmd.store("p1", "text", {"title": "T"})
+    receipt = cmd.update("p1", "text", {"title": "T"})
+    assert receipt.version == 1
+    assert len(recorded()) == 1
+    assert model.documents == ["text"]
+
+
+def test_updating_an_unknown_policy_is_not_found_and_embeds_nothing(
+    commands: tuple[PolicyCommands, CountingModel],
+) -> None:
+    cmd, model = commands
+    with pytest.raises(NotFound):
+        cmd.update("nope", "text")
+    assert model.documents == []
+
+
+def test_a_concurrent_update_is_reapplied_to_the_newer_version(
+    memory_log: EventSourcedPolicyLog,
+    counting_model: Callable[..., CountingModel],
+    told_waiter: ToldWaiter,
+) -> None:
+    model = counting_model()
+    cmd = PolicyCommands(memory_log, model, told_waiter, max_content_chars=100, wait_timeout=1)
+    cmd.store("p1", "v1")
+    real_get = memory_log.get
+    raced: list[bool] = []
+
+    def get_then_race(pid: Any) -> PolicyEmbedding | None:
+        aggregate = real_get(pid)
+        if not raced:  # another writer records version 2 right after this read
+            raced.append(True)
+            other = real_get(pid)
+            assert other is not None
+            from memory.domain.policy.metadata import PolicyMetadata
+
+            other.update_metadata(PolicyMetadata.parse({"title": "by the other writer"}))
+            memory_log.save(other)
+        return aggregate
+
+    memory_log.get = get_then_race  # type: ignore[method-assign]
+    receipt = cmd.update("p1", "v2 text")
+    assert receipt.version == 3
+    assert UPDATE_ATTEMPTS == 3
+    assert model.documents == ["v1", "v2 text"]  # embedded once, reused on the retry
+    final = real_get(memory_log_pid("p1"))
+    assert final is not None
+    assert final.content == "v2 text"
+    assert final.metadata.title == "by the other writer"
+
+
+def test_a_model_of_the_wrong_size_is_refused_at_construction(
+    memory_log: EventSourcedPolicyLog,
+    counting_model: Callable[..., CountingModel],
+    told_waiter: ToldWaiter,
+) -> None:
+    with pytest.raises(DimensionalityMismatch):
+        PolicyCommands(
+            memory_log,
+            counting_model("hash:768", 768),
+            told_waiter,
+            max_content_chars=10,
+            wait_timeout=1,
+        )

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from memory.domain.errors import InvalidInput
+from memory.domain.policy.filters import (
+    MAX_FILTER_METADATA_KEYS,
+    MAX_FILTER_TAGS,
+    SearchFilter,
+    TagMatch,
+    TagMode,
+    TimeRange,
+)
+
+
+def test_every_supported_shape_parses() -> None:
+    parsed = SearchFilter.parse(
+        {
+            "source": "hr",
+            "title": "Leave",
+            "tags": {"all": ["a", "b"]},
+            "metadata": {"dept": "finance", "level": 2, "active": True, "gone": None},
+            "timestamp": {"gte": "2026-01-01T00:00:00Z", "lt": "2027-01-01T00:00:00+02:00"},
+        }
+    )
+    assert parsed.source == "hr"
+    assert parsed.title == "Leave"
+    assert parsed.tags == TagMatch(TagMode.ALL, ("a", "b"))
+    assert parsed.metadata == {"dept": "finance", "level": 2, "active": True, "gone": None}
+    assert parsed.timestamp == TimeRange(
+        gte=datetime(2026, 1, 1, tzinfo=UTC),
+        lt=datetime.fromisoformat("2027-01-01T00:00:00+02:00"),
+    )
+    assert not parsed.is_empty
+
+
+def test_no_filter_is_the_empty_filter() -> None:
+    assert SearchFilter.parse(None).is_empty
+    assert SearchFilter.parse({}).is_empty
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ("hr", "filter"),
+        ({"author": "me"}, "filter.author"),
+        ({"source": 1}, "filter.source"),
+        ({"tags": ["a"]}, "filter.tags"),
+        ({"tags": {"some": ["a"]}}, "filter.tags"),
+        ({"tags": {"any": ["a"], "all": ["b"]}}, "filter.tags"),
+        ({"tags": {"any": []}}, "filter.tags.any"),
+        ({"tags": {"any": ["a", 2]}}, "filter.tags.any.1"),
+        ({"tags": {"any": [f"t{i}" for i in range(MAX_FILTER_TAGS + 1)]}}, "filter.tags.any"),
+        ({"metadata": {"k": {"nested": 1}}}, "filter.metadata.k"),
+        ({"metadata": {"k": [1]}}, "filter.metadata.k"),
+        ({"metadata": {}}, "filter.metadata"),
+        (
+            {"metadata": {f"k{i}": i for i in range(MAX_FILTER_METADATA_KEYS + 1)}},
+            "filter.metadata",
+        ),
+        ({"timestamp": {"after": "2026-01-01T00:00:00Z"}}, "filter.timestamp.after"),
+        ({"timestamp": {"gte": "yesterday"}}, "filter.timestamp.gte"),
+        ({"timestamp": {"gte": "2026-01-01T00:00:00"}}, "filter.timestamp.gte"),
+        ({"timestamp": {"gte": 1700000000}}, "filter.timestamp.gte"),
+        (
+            {"timestamp": {"gte": "2026-01-02T00:00:00Z", "gt": "2026-01-01T00:00:00Z"}},
+            "filter.timestamp",
+        ),
+        (
+            {"timestamp": {"gte": "2026-02-01T00:00:00Z", "lt": "2026-01-01T00:00:00Z"}},
+            "filter.timestamp",
+        ),
+        ({"timestamp": {}}, "filter.timestamp"),
+    ],
+)
+def test_unknown_or_malformed_shapes_are_refused_naming_the_field(data: Any, field: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        SearchFilter.parse(data)
+    assert err.value.field == field
+
+
+def test_canonical_form_ignores_tag_order() -> None:
+    a = SearchFilter.parse({"tags": {"any": ["b", "a"]}, "metadata": {"x": 1, "y": 2}})
+    b = SearchFilter.parse({"metadata": {"y": 2, "x": 1}, "tags": {"any": ["a", "b"]}})
+    assert a.canonical() == b.canonical()
+    assert a.canonical() != SearchFilter.parse({"tags": {"all": ["a", "b"]}}).canonical()
