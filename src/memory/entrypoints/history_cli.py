@@ -1,10 +1,173 @@
-"""Operator commands of the history context (placeholder until the context lands)."""
+"""Operator commands of the history context: `memory sweep`, `memory purge`, and
+`memory history ...` (drop-model, retention, status)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from tqdm import tqdm
+
+from memory.application.history.sweep import PartitionReport
+from memory.domain.errors import DomainError
+from memory.entrypoints.history_runtime import HistoryRuntime
+from memory.infrastructure.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class _ProgressBar:
+    """A tqdm bar over the partitions of one pass."""
+
+    def __init__(self) -> None:
+        self._bar: tqdm[Any] | None = None
+        self._embedded = 0
+        self._skipped = 0
+
+    def started(self, partitions: int) -> None:
+        self._bar = tqdm(total=partitions, unit="partition", desc="sweep")
+
+    def partition_done(self, report: PartitionReport) -> None:
+        if self._bar is None:
+            return
+        self._embedded += report.windows_embedded
+        self._skipped += report.windows_skipped
+        self._bar.set_postfix(embedded=self._embedded, skipped=self._skipped, refresh=False)
+        self._bar.update(1)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+@contextmanager
+def _history(settings: Settings) -> Iterator[HistoryRuntime]:
+    from memory.entrypoints.bootstrap import build_services
+    from memory.entrypoints.database_url import database_url
+
+    with database_url(settings) as url:
+        services = build_services(settings, url, contexts=("history",))
+        try:
+            runtime = services.context("history")
+            assert isinstance(runtime, HistoryRuntime)
+            yield runtime
+        finally:
+            services.close()
+
+
+def _print(data: dict[str, Any]) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    settings: Settings = args.settings
+    with _history(settings) as runtime:
+        while True:
+            bar = _ProgressBar()
+            try:
+                report = runtime.run_sweep(args.org, trigger="cli", observer=bar)
+            finally:
+                bar.close()
+            _print(report.summary())
+            if args.once:
+                return 0
+            time.sleep(settings.sweep_interval)
+
+
+def _purge(args: argparse.Namespace) -> int:
+    with _history(args.settings) as runtime:
+        report = runtime.run_purge(args.org)
+        _print(
+            {
+                "orgs": report.orgs,
+                "events_deleted": report.events_deleted,
+                "embeddings_deleted": report.embeddings_deleted,
+            }
+        )
+    return 0
+
+
+def _drop_model(args: argparse.Namespace) -> int:
+    with _history(args.settings) as runtime:
+        try:
+            report = runtime.drop_model(args.model)
+        except DomainError as exc:
+            print(f"memory: {exc.message}")
+            return 2
+        _print(
+            {
+                "model": report.model,
+                "rows_deleted": report.rows_deleted,
+                "watermarks_reset": report.watermarks_reset,
+            }
+        )
+    return 0
+
+
+def _retention(args: argparse.Namespace) -> int:
+    with _history(args.settings) as runtime:
+        try:
+            if args.days is not None:
+                found = runtime.retention.set(args.org, args.days)
+            else:
+                found = runtime.retention.get(args.org)
+        except DomainError as exc:
+            print(f"memory: {exc.message}")
+            return 2
+        _print({"org_id": found.org_id, "days": found.days, "default": found.is_default})
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    with _history(args.settings) as runtime:
+        statuses = runtime.sweep_status(args.org)
+        _print(
+            {
+                "org_id": args.org,
+                "model": runtime.model_id,
+                "models_stored": runtime.windows.models(),
+                "partitions": [
+                    {
+                        "partition": str(s.partition),
+                        "position": s.mark.position,
+                        "lag_events": s.lag_events,
+                        "oldest_closed_window_age_seconds": s.oldest_closed_window_age_seconds,
+                        "poison_windows": len(s.poison_windows),
+                        "stalled": s.stalled,
+                    }
+                    for s in statuses
+                ],
+            }
+        )
+    return 0
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    pass
+    sweep = sub.add_parser("sweep", help="embed closed conversation windows (history search)")
+    sweep.add_argument("--once", action="store_true", help="run one pass and exit")
+    sweep.add_argument("--org", help="only this org's partitions")
+    sweep.set_defaults(func=_sweep)
+
+    purge = sub.add_parser("purge", help="delete chat history past each org's retention")
+    purge.add_argument("--org", help="only this org")
+    purge.set_defaults(func=_purge)
+
+    history = sub.add_parser("history", help="history search operations")
+    commands = history.add_subparsers(dest="history_command", required=True)
+    drop = commands.add_parser(
+        "drop-model", help="delete a no-longer-active model's embeddings and reset its progress"
+    )
+    drop.add_argument("model", help="model id as stored, e.g. ollama:bge-m3")
+    drop.set_defaults(func=_drop_model)
+    retention = commands.add_parser("retention", help="show or set an org's retention")
+    retention.add_argument("org")
+    retention.add_argument("--days", type=int, help="set the retention to this many days")
+    retention.set_defaults(func=_retention)
+    status = commands.add_parser("status", help="sweep progress of an org, per partition")
+    status.add_argument("org")
+    status.set_defaults(func=_status)

@@ -89,6 +89,18 @@ class SweepReport:
         if part.busy:
             self.partitions_busy += 1
 
+    def summary(self) -> dict[str, int]:
+        """The pass as `POST /v1/sweep` reports it."""
+        return {
+            "windows_embedded": self.windows_embedded,
+            "windows_skipped": self.windows_skipped,
+            "windows_poisoned": self.windows_poisoned,
+            "windows_open": self.windows_open,
+            "partitions": self.partitions,
+            "partitions_stalled": self.partitions_stalled,
+            "partitions_busy": self.partitions_busy,
+        }
+
 
 class SweepObserver(Protocol):
     """Progress of a pass, e.g. for a progress bar."""

@@ -1,0 +1,357 @@
+"""HTTP API of the history context: ingest, search, the sweep, feature flags, retention.
+
+Handlers parse and validate at the edge (422 naming the field), run the use case in a
+worker thread (it does database and model I/O), and shape the JSON answer.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+import anyio
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, StrictBool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from memory.application.history.feature_flags import GlobalFlag, OrgFlag
+from memory.application.history.retention import Retention
+from memory.application.history.sweep_status import PartitionStatus
+from memory.domain.history.chat_event import (
+    DEFAULT_DECISION,
+    EVENT_TYPE_MESSAGE,
+    MAX_EVENT_ID_CHARS,
+    MAX_EVENTS_PER_REQUEST,
+    MAX_MESSAGE_CHARS,
+    MAX_NAME_CHARS,
+    ChatEvent,
+)
+from memory.domain.history.position import SweepPosition
+from memory.domain.history.retention import RETENTION_DAYS_MAX, RETENTION_DAYS_MIN
+from memory.domain.history.search import (
+    MAX_QUERY_CHARS,
+    SEARCH_LIMIT_DEFAULT,
+    SEARCH_LIMIT_MAX,
+    HistoryHit,
+    HistoryQuery,
+)
+from memory.entrypoints.http.parsing import parse_body, parse_query, validate
+
+if TYPE_CHECKING:
+    from memory.entrypoints.history_runtime import HistoryRuntime
+
+ORG_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+PROVIDER_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
+KIND_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _no_control_characters(value: str) -> str:
+    if _CONTROL.search(value):
+        raise ValueError("must not contain control characters")
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+Name = Annotated[
+    str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(_no_control_characters)
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OrgPath(_Strict):
+    org_id: str = Field(pattern=ORG_ID_PATTERN)
+
+
+class ChatEventBody(_Strict):
+    event_id: (
+        Annotated[
+            str,
+            Field(min_length=1, max_length=MAX_EVENT_ID_CHARS),
+            AfterValidator(_no_control_characters),
+        ]
+        | None
+    ) = None
+    provider: str = Field(pattern=PROVIDER_PATTERN)
+    channel_id: Name
+    thread_id: Name | None = None
+    sender: Name
+    event_type: str = Field(default=EVENT_TYPE_MESSAGE, pattern=KIND_PATTERN)
+    decision: str = Field(default=DEFAULT_DECISION, pattern=KIND_PATTERN)
+    text: Annotated[str, Field(max_length=MAX_MESSAGE_CHARS), AfterValidator(_no_nul)]
+    occurred_at: AwareDatetime
+
+    def to_domain(self) -> ChatEvent:
+        return ChatEvent(
+            event_id=self.event_id,
+            provider=self.provider,
+            channel_id=self.channel_id,
+            thread_id=self.thread_id,
+            sender=self.sender,
+            event_type=self.event_type,
+            decision=self.decision,
+            text=self.text,
+            occurred_at=self.occurred_at,
+        )
+
+
+class IngestBody(_Strict):
+    events: list[ChatEventBody] = Field(min_length=1, max_length=MAX_EVENTS_PER_REQUEST)
+
+
+class SearchParams(_Strict):
+    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    limit: int = Field(default=SEARCH_LIMIT_DEFAULT, ge=1, le=SEARCH_LIMIT_MAX)
+    provider: str | None = Field(default=None, pattern=PROVIDER_PATTERN)
+    channel_id: Name | None = None
+    since: AwareDatetime | None = None
+    until: AwareDatetime | None = None
+
+
+class SweepBody(_Strict):
+    org_id: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
+
+
+class FlagBody(_Strict):
+    enabled: StrictBool
+
+
+class RetentionBody(_Strict):
+    days: int = Field(ge=RETENTION_DAYS_MIN, le=RETENTION_DAYS_MAX)
+
+
+def history_routes(runtime: HistoryRuntime) -> list[BaseRoute]:
+    async def ingest(request: Request) -> Response:
+        org_id = _org(request)
+        body = await parse_body(request, IngestBody)
+        events = [e.to_domain() for e in body.events]
+        result = await anyio.to_thread.run_sync(runtime.ingest_events, org_id, events)
+        return JSONResponse(
+            {
+                "event_ids": result.event_ids,
+                "inserted": result.inserted,
+                "duplicates": result.duplicates,
+            },
+            201,
+        )
+
+    async def search(request: Request) -> Response:
+        org_id = _org(request)
+        params = parse_query(request, SearchParams)
+        query = HistoryQuery(
+            text=params.q,
+            limit=params.limit,
+            provider=params.provider,
+            channel_id=params.channel_id,
+            since=params.since,
+            until=params.until,
+        )
+        result = await anyio.to_thread.run_sync(runtime.search_history, org_id, query)
+        body: dict[str, Any] = {
+            "results": [_hit(h) for h in result.hits],
+            "semantic": result.semantic.value,
+        }
+        if result.model is not None:
+            body["model"] = result.model
+        return JSONResponse(body)
+
+    async def sweep(request: Request) -> Response:
+        raw = await request.body()
+        body = await parse_body(request, SweepBody) if raw.strip() else SweepBody()
+        report = await anyio.to_thread.run_sync(
+            lambda: runtime.run_sweep(body.org_id, trigger="api", wait_for_locks=True)
+        )
+        return JSONResponse(report.summary())
+
+    async def sweep_status(request: Request) -> Response:
+        org_id = _org(request)
+        statuses = await anyio.to_thread.run_sync(runtime.sweep_status, org_id)
+        semantic = await anyio.to_thread.run_sync(runtime.flags.semantic_search, org_id)
+        return JSONResponse(
+            {
+                "org_id": org_id,
+                "model": runtime.model_id,
+                "semantic_search": semantic,
+                "partitions": [_partition_status(s) for s in statuses],
+            }
+        )
+
+    async def list_global_flags(request: Request) -> Response:
+        flags = await anyio.to_thread.run_sync(runtime.flags.global_flags)
+        return JSONResponse({"flags": [_global_flag(f) for f in flags]})
+
+    async def global_flag(request: Request) -> Response:
+        flag = request.path_params["flag"]
+        if request.method == "PUT":
+            body = await parse_body(request, FlagBody)
+            found = await anyio.to_thread.run_sync(runtime.flags.set_global, flag, body.enabled)
+        else:
+            found = await anyio.to_thread.run_sync(runtime.flags.global_flag, flag)
+        return JSONResponse(_global_flag(found))
+
+    async def list_org_flags(request: Request) -> Response:
+        org_id = _org(request)
+        flags = await anyio.to_thread.run_sync(runtime.flags.org_flags, org_id)
+        semantic = await anyio.to_thread.run_sync(runtime.flags.semantic_search, org_id)
+        return JSONResponse(
+            {
+                "org_id": org_id,
+                "flags": [_org_flag(f) for f in flags],
+                "semantic_search": semantic,
+            }
+        )
+
+    async def org_flag(request: Request) -> Response:
+        org_id = _org(request)
+        flag = request.path_params["flag"]
+        if request.method == "PUT":
+            body = await parse_body(request, FlagBody)
+            found = await anyio.to_thread.run_sync(
+                runtime.flags.set_org, org_id, flag, body.enabled
+            )
+        elif request.method == "DELETE":
+            found = await anyio.to_thread.run_sync(runtime.flags.set_org, org_id, flag, None)
+        else:
+            found = await anyio.to_thread.run_sync(runtime.flags.org_flag, org_id, flag)
+        return JSONResponse({"org_id": org_id, **_org_flag(found)})
+
+    async def retention(request: Request) -> Response:
+        org_id = _org(request)
+        if request.method == "PUT":
+            body = await parse_body(request, RetentionBody)
+            found = await anyio.to_thread.run_sync(runtime.retention.set, org_id, body.days)
+        else:
+            found = await anyio.to_thread.run_sync(runtime.retention.get, org_id)
+        return JSONResponse(_retention(found))
+
+    async def purge(request: Request) -> Response:
+        raw = await request.body()
+        body = await parse_body(request, SweepBody) if raw.strip() else SweepBody()
+        report = await anyio.to_thread.run_sync(runtime.run_purge, body.org_id)
+        return JSONResponse(
+            {
+                "orgs": report.orgs,
+                "events_deleted": report.events_deleted,
+                "embeddings_deleted": report.embeddings_deleted,
+            }
+        )
+
+    org = "/v1/orgs/{org_id}"
+    return [
+        Route(f"{org}/chat-events", ingest, methods=["POST"]),
+        Route(f"{org}/history/search", search, methods=["GET"]),
+        Route("/v1/sweep", sweep, methods=["POST"]),
+        Route(f"{org}/sweep", sweep_status, methods=["GET"]),
+        Route("/v1/feature-flags", list_global_flags, methods=["GET"]),
+        Route("/v1/feature-flags/{flag}", global_flag, methods=["GET", "PUT"]),
+        Route(f"{org}/feature-flags", list_org_flags, methods=["GET"]),
+        Route(f"{org}/feature-flags/{{flag}}", org_flag, methods=["GET", "PUT", "DELETE"]),
+        Route(f"{org}/retention", retention, methods=["GET", "PUT"]),
+        Route("/v1/purge", purge, methods=["POST"]),
+    ]
+
+
+def _org(request: Request) -> str:
+    return validate(OrgPath, {"org_id": request.path_params["org_id"]}).org_id
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _position(position: SweepPosition | None) -> dict[str, Any] | None:
+    if position is None:
+        return None
+    return {"occurred_at": position.occurred_at.isoformat(), "event_id": position.event_id}
+
+
+def _hit(hit: HistoryHit) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "event_id": hit.event_id,
+        "provider": hit.provider,
+        "channel_id": hit.channel_id,
+        "sender": hit.sender,
+        "text": hit.text,
+        "occurred_at": hit.occurred_at.isoformat(),
+        "matched_by": hit.matched_by.value,
+    }
+    if hit.similarity is not None:
+        out["similarity"] = round(hit.similarity, 6)
+    if hit.window_id is not None:
+        out["window_id"] = str(hit.window_id)
+    return out
+
+
+def _partition_status(status: PartitionStatus) -> dict[str, Any]:
+    mark = status.mark
+    late = None
+    if mark.late is not None:
+        late = {"horizon_seq": mark.late.horizon_seq, "cursor": _position(mark.late.cursor)}
+    return {
+        "provider": status.partition.provider,
+        "channel_id": status.partition.channel_id,
+        "model": status.model,
+        "watermark": {
+            "position": _position(mark.position),
+            "seen_seq": mark.seen_seq,
+            "late_catch_up": late,
+        },
+        "lag": {
+            "events": status.lag_events,
+            "oldest_closed_window_age_seconds": status.oldest_closed_window_age_seconds,
+        },
+        "windows_embedded": status.windows_embedded,
+        "windows_skipped": status.windows_skipped,
+        "poison_windows": [
+            {
+                "window_id": str(p.window_id),
+                "first": _position(p.first),
+                "last": _position(p.last),
+                "message_count": p.message_count,
+                "reason": p.reason,
+                "recorded_at": p.recorded_at.isoformat(),
+            }
+            for p in status.poison_windows
+        ],
+        "stalled": status.stalled,
+        "last_stall": (
+            {"reason": status.last_stall_reason, "at": _iso(status.last_stall_at)}
+            if status.last_stall_reason is not None
+            else None
+        ),
+        "last_advanced_at": _iso(status.last_advanced_at),
+    }
+
+
+def _global_flag(flag: GlobalFlag) -> dict[str, Any]:
+    return {
+        "flag": flag.flag,
+        "enabled": flag.enabled,
+        "default": flag.default,
+        "set": flag.is_set,
+    }
+
+
+def _org_flag(flag: OrgFlag) -> dict[str, Any]:
+    return {
+        "flag": flag.flag,
+        "global": flag.global_enabled,
+        "org": flag.org_override,
+        "effective": flag.effective,
+    }
+
+
+def _retention(retention: Retention) -> dict[str, Any]:
+    return {"org_id": retention.org_id, "days": retention.days, "default": retention.is_default}
