@@ -13,6 +13,7 @@ recall, for benchmarks and small installations.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
@@ -35,6 +36,11 @@ from memory.infrastructure.postgres.database import Database
 SearchMode = Literal["hnsw", "exact"]
 # PostgreSQL rounds statement_timeout to milliseconds; 0 would mean "no timeout".
 MIN_STATEMENT_TIMEOUT_MS = 1
+# pgvector's upper bound for hnsw.ef_search.
+HNSW_MAX_EF_SEARCH = 1000
+# When equal distances straddle a page boundary, the candidate list grows up to this size
+# to take the whole tie group (pgvector's hnsw.max_scan_tuples default is 20,000).
+MAX_CANDIDATES = 20_000
 
 _COLUMNS = sql.SQL(
     "embedding_ref, policy_id, version, metadata, updated_at, embedding <=> %(q)s AS distance"
@@ -87,26 +93,50 @@ class PostgresPolicyReadModel:
                 " AND (embedding <=> %(q)s) <= %(max_distance)s"
                 " ORDER BY distance, embedding_ref OFFSET %(offset)s LIMIT %(take)s"
             ).format(columns=_COLUMNS, where=where)
-            settings = {"enable_indexscan": "off"}
+            rows = self._run(statement, params, {"enable_indexscan": "off"}, timeout)
         else:
-            params["candidates"] = params["offset"] + params["take"]
-            statement = sql.SQL(
-                "WITH candidates AS MATERIALIZED ("
-                " SELECT {columns} FROM policy_embeddings WHERE {where}"
-                " ORDER BY embedding <=> %(q)s LIMIT %(candidates)s)"
-                " SELECT * FROM candidates WHERE distance <= %(max_distance)s"
-                " ORDER BY distance, embedding_ref OFFSET %(offset)s LIMIT %(take)s"
-            ).format(columns=_COLUMNS, where=where)
+            rows = self._nearest(where, params, timeout)
+        results = [_result(row) for row in rows]
+        has_more = len(results) > request.page.size
+        return ResultRows(results[: request.page.size], has_more)
+
+    def _nearest(
+        self, where: sql.Composable, params: dict[str, Any], timeout: float
+    ) -> list[dict[str, Any]]:
+        """HNSW search. The index orders candidates by distance only, so a LIMIT can cut a
+        group of equal distances anywhere; when the last candidate ties with the page's last
+        row, candidates are fetched again, twice as many, until the tie group is whole."""
+        statement = sql.SQL(
+            "WITH candidates AS MATERIALIZED ("
+            " SELECT {columns} FROM policy_embeddings WHERE {where}"
+            " ORDER BY embedding <=> %(q)s LIMIT %(candidates)s),"
+            " extent AS (SELECT count(*) AS fetched, max(distance) AS farthest FROM candidates)"
+            " SELECT candidates.*, extent.* FROM candidates, extent"
+            " WHERE distance <= %(max_distance)s"
+            " ORDER BY distance, embedding_ref OFFSET %(offset)s LIMIT %(take)s"
+        ).format(columns=_COLUMNS, where=where)
+        candidates = params["offset"] + params["take"]
+        limit = max(candidates, MAX_CANDIDATES)
+        ends = time.monotonic() + timeout
+        while True:
             settings = {
-                "hnsw.ef_search": str(max(self._ef_search, min(params["candidates"], 1000))),
+                "hnsw.ef_search": str(min(max(self._ef_search, candidates), HNSW_MAX_EF_SEARCH)),
                 # Keeps walking the graph when filters or the cursor reject candidates,
                 # instead of returning fewer rows than exist (pgvector >= 0.8).
                 "hnsw.iterative_scan": "relaxed_order",
             }
-        rows = self._run(statement, params, settings, timeout)
-        results = [_result(row) for row in rows]
-        has_more = len(results) > request.page.size
-        return ResultRows(results[: request.page.size], has_more)
+            rows = self._run(
+                statement,
+                {**params, "candidates": candidates},
+                settings,
+                ends - time.monotonic(),
+            )
+            if not rows or candidates >= limit:
+                return rows
+            last = rows[-1]
+            if last["fetched"] < candidates or last["farthest"] > last["distance"]:
+                return rows
+            candidates = min(candidates * 2, limit)
 
     def get(
         self, embedding_ref: UUID, query: EmbeddingVector | None, timeout: float
@@ -142,6 +172,11 @@ class PostgresPolicyReadModel:
         settings: Mapping[str, str],
         timeout: float,
     ) -> list[dict[str, Any]]:
+        if timeout <= 0:
+            raise DeadlineExceeded(
+                "search timed out before its database query",
+                details={"timeout_seconds": 0, "stage": "database"},
+            )
         timeout_ms = max(MIN_STATEMENT_TIMEOUT_MS, math.ceil(timeout * 1000))
         try:
             with self._database.connection() as conn:

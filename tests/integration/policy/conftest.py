@@ -1,0 +1,125 @@
+"""Fixtures for policy integration tests: a migrated database, the policy runtime on it,
+projectors that are stopped after the test, and test models (fakes of model servers)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from memory.application.embedding import ModelStatus, ModelUnavailable
+from memory.domain.embedding import EmbeddingVector, ModelIdentity
+from memory.entrypoints.policy_runtime import PolicyRuntime
+from memory.infrastructure.embedding.hashing import HashEmbeddingModel
+from memory.infrastructure.policy.projector import PolicyProjector
+from memory.infrastructure.postgres.database import Database
+from memory.infrastructure.settings import Settings
+
+
+class TestModel:
+    """A stand-in for a model server: hash vectors salted with its id (so two ids are two
+    vector spaces), counting what it embeds, failing when told to."""
+
+    __test__ = False
+
+    def __init__(self, model_id: str = "hash:384", *, fail_after: int | None = None) -> None:
+        self._inner = HashEmbeddingModel(384)
+        self._identity = ModelIdentity(model_id, 384)
+        self._salt = "" if model_id == "hash:384" else f"{model_id} "
+        self.documents: list[str] = []
+        self.fail_after = fail_after
+
+    @property
+    def identity(self) -> ModelIdentity:
+        return self._identity
+
+    @property
+    def max_input_tokens(self) -> int:
+        return 512
+
+    def count_tokens(self, text: str) -> int:
+        return self._inner.count_tokens(text)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[EmbeddingVector]:
+        if self.fail_after is not None and len(self.documents) + len(texts) > self.fail_after:
+            raise ModelUnavailable(self._identity.id, "connection refused")
+        self.documents.extend(texts)
+        return self._inner.embed_documents([self._salt + t for t in texts])
+
+    def embed_query(self, text: str) -> EmbeddingVector:
+        return self._inner.embed_query(self._salt + text)
+
+    def status(self) -> ModelStatus:
+        return ModelStatus(self._identity.id, 384, True)
+
+
+@pytest.fixture
+def test_model() -> type[TestModel]:
+    return TestModel
+
+
+@pytest.fixture
+def policy_db(database_url: str) -> Iterator[Database]:
+    database = Database(database_url, min_size=1, max_size=6)
+    database.open()
+    database.migrate()
+    try:
+        yield database
+    finally:
+        database.close()
+
+
+@pytest.fixture
+def make_runtime(
+    policy_db: Database, make_settings: Callable[..., Settings]
+) -> Iterator[Callable[..., PolicyRuntime]]:
+    made: list[PolicyRuntime] = []
+
+    def make(model: Any = None, **overrides: Any) -> PolicyRuntime:
+        settings = make_settings(**overrides)
+        runtime = PolicyRuntime(settings, policy_db, model or TestModel())
+        made.append(runtime)
+        return runtime
+
+    yield make
+    for runtime in made:
+        runtime.close()
+
+
+@pytest.fixture
+def start_projector(policy_db: Database) -> Iterator[Callable[..., PolicyProjector]]:
+    started: list[PolicyProjector] = []
+
+    def start(runtime: PolicyRuntime, model: Any = None, **kwargs: Any) -> PolicyProjector:
+        projector = PolicyProjector(
+            policy_db,
+            model or runtime.model,
+            runtime.log,
+            progress=runtime.progress if model is None else None,
+            **kwargs,
+        )
+        projector.start()
+        started.append(projector)
+        return projector
+
+    yield start
+    for projector in started:
+        projector.stop()
+
+
+def rows_of(database: Database, model: str) -> dict[str, dict[str, Any]]:
+    """The read model's rows of one model, by policy id."""
+    with database.connection() as conn:
+        rows = conn.execute(
+            "SELECT embedding_ref, policy_id, version, embedding::text AS embedding, title,"
+            " source, tags, metadata, content, content_sha256, created_at, updated_at"
+            " FROM policy_embeddings WHERE model = %s",
+            (model,),
+        ).fetchall()
+    return {str(r["policy_id"]): dict(r) for r in rows}
+
+
+@pytest.fixture
+def read_rows(policy_db: Database) -> Callable[[str], dict[str, dict[str, Any]]]:
+    return lambda model: rows_of(policy_db, model)

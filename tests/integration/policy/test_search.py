@@ -1,0 +1,259 @@
+"""SearchEmbeddings and GetPolicyByEmbedding against real PostgreSQL + pgvector."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import psycopg
+import pytest
+
+from memory.application.errors import DeadlineExceeded
+from memory.application.policy.commands import NewPolicy
+from memory.application.policy.deadline import Deadline
+from memory.domain.errors import InvalidInput
+from memory.domain.policy.search import SimilarityResult
+from memory.entrypoints.policy_runtime import PolicyRuntime
+from memory.infrastructure.policy.model_objects import ModelObjects
+from memory.infrastructure.policy.projector import PolicyProjector
+from memory.infrastructure.postgres.database import Database
+
+MakeRuntime = Callable[..., PolicyRuntime]
+StartProjector = Callable[..., PolicyProjector]
+SOURCES = ("hr", "finance", "it")
+QUERY = "travel expenses approval policy"
+
+
+@pytest.fixture
+def corpus(
+    make_runtime: MakeRuntime, start_projector: StartProjector
+) -> tuple[PolicyRuntime, datetime]:
+    """60 policies sharing words with QUERY in varying amounts, two exact duplicates, and
+    metadata to filter on. Returns the runtime and a time between the two halves."""
+    runtime = make_runtime()
+    start_projector(runtime)
+    words = ["travel", "expenses", "approval", "policy", "remote", "laptop", "leave", "audit"]
+
+    def policy(i: int) -> NewPolicy:
+        text = " ".join(words[(i + k) % len(words)] for k in range(1 + i % 5)) + f" item{i}"
+        return NewPolicy(
+            f"p{i:02d}",
+            text,
+            {
+                "title": f"Title {i % 4}",
+                "source": SOURCES[i % 3],
+                "tags": [f"t{i % 2}", f"g{i % 5}"],
+                "level": i % 3,
+                "owner": {"team": "a" if i < 30 else "b"},
+            },
+        )
+
+    runtime.commands.store_many([policy(i) for i in range(30)])
+    middle = datetime.now().astimezone()
+    time.sleep(0.01)
+    runtime.commands.store_many([policy(i) for i in range(30, 60)])
+    runtime.commands.store_many(
+        [NewPolicy("dup-a", "duplicate travel text"), NewPolicy("dup-b", "duplicate travel text")]
+    )
+    return runtime, middle
+
+
+def all_results(runtime: PolicyRuntime, **kwargs: Any) -> list[SimilarityResult]:
+    return runtime.queries.search(QUERY, limit=200, **kwargs).results
+
+
+def set_mode(runtime: PolicyRuntime, mode: str) -> None:
+    runtime.queries._read_model.mode = mode  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("mode", ["hnsw", "exact"])
+def test_results_are_ranked_thresholded_and_ties_ordered_by_reference(
+    corpus: tuple[PolicyRuntime, datetime], mode: str
+) -> None:
+    runtime, _ = corpus
+    set_mode(runtime, mode)
+    results = all_results(runtime, similarity_threshold=0.3)
+    assert results
+    assert all(r.similarity >= 0.3 for r in results)
+    keys = [(-r.similarity, str(r.embedding_ref)) for r in results]
+    assert keys == sorted(keys)
+    duplicates = runtime.queries.search(
+        "duplicate travel text", similarity_threshold=0.99, limit=10
+    ).results
+    assert [r.policy_id for r in duplicates] == sorted(
+        ["dup-a", "dup-b"], key=lambda p: str(_ref(runtime, p))
+    )
+    assert duplicates[0].similarity == duplicates[1].similarity == pytest.approx(1.0, abs=1e-3)
+
+
+def _ref(runtime: PolicyRuntime, policy_id: str) -> Any:
+    return runtime.queries.versions(policy_id)[0].embedding_ref
+
+
+def test_hnsw_and_exact_agree_on_a_small_corpus(corpus: tuple[PolicyRuntime, datetime]) -> None:
+    runtime, _ = corpus
+    set_mode(runtime, "exact")
+    exact = [r.policy_id for r in all_results(runtime, similarity_threshold=0.2)]
+    set_mode(runtime, "hnsw")
+    approximate = [r.policy_id for r in all_results(runtime, similarity_threshold=0.2)]
+    assert approximate == exact
+
+
+@pytest.mark.parametrize("mode", ["hnsw", "exact"])
+def test_cursor_pages_walk_the_whole_list_without_gaps_or_repeats(
+    corpus: tuple[PolicyRuntime, datetime], mode: str
+) -> None:
+    runtime, _ = corpus
+    set_mode(runtime, mode)
+    everything = [r.embedding_ref for r in all_results(runtime, similarity_threshold=0.1)]
+    assert len(everything) > 20
+    walked, cursor, pages = [], None, 0
+    while True:
+        answer = runtime.queries.search(QUERY, similarity_threshold=0.1, limit=7, cursor=cursor)
+        walked += [r.embedding_ref for r in answer.results]
+        pages += 1
+        cursor = answer.next_cursor
+        if cursor is None:
+            break
+    assert walked == everything
+    assert pages == -(-len(everything) // 7) or pages == len(everything) // 7 + 1
+
+
+def test_offset_pages_are_slices_of_the_ranking_and_max_results_caps(
+    corpus: tuple[PolicyRuntime, datetime],
+) -> None:
+    runtime, _ = corpus
+    everything = [r.policy_id for r in all_results(runtime, similarity_threshold=0.1)]
+    page = runtime.queries.search(QUERY, similarity_threshold=0.1, limit=5, offset=10)
+    assert [r.policy_id for r in page.results] == everything[10:15]
+    capped = runtime.queries.search(QUERY, similarity_threshold=0.1, limit=10, max_results=3)
+    assert [r.policy_id for r in capped.results] == everything[:3]
+    assert capped.next_cursor is not None
+    follow = runtime.queries.search(
+        QUERY, similarity_threshold=0.1, limit=10, max_results=3, cursor=capped.next_cursor
+    )
+    assert [r.policy_id for r in follow.results] == everything[3:6]
+
+
+def test_a_cursor_only_continues_its_own_search(corpus: tuple[PolicyRuntime, datetime]) -> None:
+    runtime, _ = corpus
+    answer = runtime.queries.search(QUERY, similarity_threshold=0.1, limit=3)
+    assert answer.next_cursor is not None
+    with pytest.raises(InvalidInput, match="different search"):
+        runtime.queries.search("another query", similarity_threshold=0.1, cursor=answer.next_cursor)
+    with pytest.raises(InvalidInput, match="different search"):
+        runtime.queries.search(QUERY, similarity_threshold=0.2, cursor=answer.next_cursor)
+
+
+@pytest.mark.parametrize("mode", ["hnsw", "exact"])
+@pytest.mark.parametrize(
+    ("filter_", "holds"),
+    [
+        ({"source": "finance"}, lambda m: m.get("source") == "finance"),
+        ({"title": "Title 2"}, lambda m: m.get("title") == "Title 2"),
+        ({"tags": {"any": ["g1", "g2"]}}, lambda m: {"g1", "g2"} & set(m.get("tags", []))),
+        ({"tags": {"all": ["t0", "g2"]}}, lambda m: {"t0", "g2"} <= set(m.get("tags", []))),
+        ({"metadata": {"level": 2}}, lambda m: m.get("level") == 2),
+        (
+            {"metadata": {"level": 1, "source": "finance"}},
+            lambda m: (m.get("level"), m.get("source")) == (1, "finance"),
+        ),
+        (
+            {"source": "hr", "tags": {"any": ["t1"]}},
+            lambda m: m.get("source") == "hr" and "t1" in m.get("tags", []),
+        ),
+    ],
+)
+def test_metadata_filters_return_exactly_the_matching_policies(
+    corpus: tuple[PolicyRuntime, datetime], mode: str, filter_: dict[str, Any], holds: Any
+) -> None:
+    runtime, _ = corpus
+    set_mode(runtime, "exact")
+    unfiltered = all_results(runtime, similarity_threshold=0.0)
+    expected = [r.policy_id for r in unfiltered if holds(r.metadata.to_json())]
+    assert expected
+    set_mode(runtime, mode)
+    got = [r.policy_id for r in all_results(runtime, similarity_threshold=0.0, filter=filter_)]
+    assert got == expected
+
+
+def test_time_range_filter_uses_the_version_timestamp(
+    corpus: tuple[PolicyRuntime, datetime],
+) -> None:
+    runtime, middle = corpus
+    later = all_results(
+        runtime, similarity_threshold=0.0, filter={"timestamp": {"gte": middle.isoformat()}}
+    )
+    earlier = all_results(
+        runtime, similarity_threshold=0.0, filter={"timestamp": {"lt": middle.isoformat()}}
+    )
+    assert {r.policy_id for r in earlier} == {f"p{i:02d}" for i in range(30)}
+    assert {r.policy_id for r in later} == {f"p{i:02d}" for i in range(30, 60)} | {"dup-a", "dup-b"}
+    assert all(r.timestamp >= middle for r in later)
+
+
+def test_get_by_embedding_returns_the_document_with_similarity_only_from_search(
+    corpus: tuple[PolicyRuntime, datetime],
+) -> None:
+    runtime, _ = corpus
+    ref = str(_ref(runtime, "dup-a"))
+    direct = runtime.queries.get_by_embedding(ref)
+    assert (direct.policy_id, direct.content, direct.similarity) == (
+        "dup-a",
+        "duplicate travel text",
+        None,
+    )
+    searched = runtime.queries.get_by_embedding(ref, origin="search", query="duplicate travel text")
+    assert searched.similarity == pytest.approx(1.0, abs=1e-3)
+
+
+def test_the_database_enforces_the_search_timeout(
+    corpus: tuple[PolicyRuntime, datetime], policy_db: Database
+) -> None:
+    runtime, _ = corpus
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_lock() -> None:
+        with psycopg.connect(policy_db.url) as conn:
+            conn.execute("LOCK TABLE policy_embeddings IN ACCESS EXCLUSIVE MODE")
+            locked.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold_lock)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        started = time.perf_counter()
+        with pytest.raises(DeadlineExceeded) as err:
+            runtime.queries.search(QUERY, deadline=Deadline.after(0.3))
+        assert 0.2 < time.perf_counter() - started < 2.0
+        assert err.value.code == "timeout"
+        assert err.value.details["stage"] == "database"
+    finally:
+        release.set()
+        holder.join()
+
+
+def test_a_spent_budget_stops_before_the_database(corpus: tuple[PolicyRuntime, datetime]) -> None:
+    runtime, _ = corpus
+    with pytest.raises(DeadlineExceeded) as err:
+        runtime.queries.search(QUERY, deadline=Deadline.after(1e-9))
+    assert "embedding" in err.value.details["stage"]
+
+
+def test_the_projector_creates_the_models_partial_hnsw_index(
+    corpus: tuple[PolicyRuntime, datetime], policy_db: Database
+) -> None:
+    with policy_db.connection() as conn:
+        row = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+            (ModelObjects("hash:384").hnsw_index,),
+        ).fetchone()
+    assert row is not None
+    definition = str(row["indexdef"])
+    assert "hnsw" in definition
+    assert "halfvec_cosine_ops" in definition
+    assert "'hash:384'::text" in definition
