@@ -69,14 +69,15 @@ class HistoryRuntime:
         self.model_id = model.identity.id
         self.events = PostgresChatEventLog(database)
         self.windows = PostgresWindowEmbeddings(database)
-        flag_store = PostgresFeatureFlags(database)
+        self.flag_store = PostgresFeatureFlags(database)
+        self.locks = AdvisoryPartitionLocks(database.url, wait_timeout=settings.sweep_lock_timeout)
         self.watermarks = watermarks or open_sweep_watermarks(database)
         self.embedder = QueryEmbedder(model, settings.history_query_embed_timeout)
         self.ingest = IngestChatEvents(self.events)
         self.search = SearchHistory(
             events=self.events,
             windows=self.windows,
-            flags=flag_store,
+            flags=self.flag_store,
             embedder=self.embedder,
             model_id=self.model_id,
         )
@@ -84,15 +85,15 @@ class HistoryRuntime:
             events=self.events,
             windows=self.windows,
             watermarks=self.watermarks,
-            locks=AdvisoryPartitionLocks(database.url, wait_timeout=settings.sweep_lock_timeout),
-            flags=flag_store,
+            locks=self.locks,
+            flags=self.flag_store,
             model=model,
             clock=clock,
         )
         self.sweep_status = SweepStatus(
             events=self.events, watermarks=self.watermarks, model=model, clock=clock
         )
-        self.flags = FeatureFlags(flag_store)
+        self.flags = FeatureFlags(self.flag_store)
         self.retention = HistoryRetention(
             PostgresRetention(database), default_days=settings.default_retention_days, clock=clock
         )

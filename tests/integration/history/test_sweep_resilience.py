@@ -1,0 +1,196 @@
+"""Concurrent sweepers, crashes between embedding and advancing, model swaps."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from memory.application.history.sweep import Sweeper
+from memory.domain.errors import InvalidInput
+from memory.domain.history.partition import Partition
+from memory.domain.history.search import HistoryQuery
+from memory.domain.history.watermark import SweepWatermark
+from memory.entrypoints.history_runtime import HistoryRuntime
+from memory.infrastructure.embedding.hashing import HashEmbeddingModel
+
+P = Partition("acme", "slack", "C1")
+TALK = "could you help me reset my password please"
+
+
+def sessions(kit, count: int = 5, org_channel: str = "C1") -> list:
+    return [
+        kit.message(f"s{s}m{i}", s * 60 + i, f"{TALK} {s} {i}", channel=org_channel)
+        for s in range(count)
+        for i in range(3)
+    ]
+
+
+def test_two_sweepers_never_embed_the_same_partition_at_once(make_runtime, kit) -> None:
+    first: HistoryRuntime = make_runtime()
+    second: HistoryRuntime = make_runtime()
+    kit.enable_semantic(first)
+    first.ingest_events("acme", sessions(kit))
+    first.model.gate = threading.Event()  # type: ignore[attr-defined]
+    results = {}
+    runner = threading.Thread(
+        target=lambda: results.setdefault(
+            "first", first.run_sweep(trigger="t", wait_for_locks=False)
+        )
+    )
+    runner.start()
+    assert first.model.entered.wait(10)  # type: ignore[attr-defined]
+    busy = second.run_sweep(trigger="t", wait_for_locks=False)
+    assert (busy.partitions_busy, busy.windows_embedded) == (1, 0)
+    assert second.model.document_calls == []  # type: ignore[attr-defined]
+
+    waiting = threading.Thread(
+        target=lambda: results.setdefault(
+            "second", second.run_sweep(trigger="t", wait_for_locks=True)
+        )
+    )
+    waiting.start()
+    waiting.join(0.5)
+    assert waiting.is_alive()  # waits for the partition instead of skipping it
+    first.model.gate.set()  # type: ignore[attr-defined]
+    runner.join(20)
+    waiting.join(20)
+    assert results["first"].windows_embedded == 5
+    assert results["second"].windows_embedded == 0  # it read after the first advanced
+    assert second.model.document_calls == []  # type: ignore[attr-defined]
+    assert len(kit.covered()) == len(set(kit.covered())) == 15
+
+
+class SimulatedCrash(Exception):
+    pass
+
+
+class CrashOnce:
+    """The watermark store dies once, after the rows were written: a crash between the
+    upsert and the advance."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.crashed = False
+
+    def find(self, partition, model):
+        return self.inner.find(partition, model)
+
+    def get(self, partition, model):
+        return self.inner.get(partition, model)
+
+    def store(self, watermark: SweepWatermark) -> None:
+        if not self.crashed:
+            self.crashed = True
+            raise SimulatedCrash
+        self.inner.store(watermark)
+
+
+def crashing_sweeper(runtime: HistoryRuntime) -> Sweeper:
+    return Sweeper(
+        events=runtime.events,
+        windows=runtime.windows,
+        watermarks=CrashOnce(runtime.watermarks),
+        locks=runtime.locks,
+        flags=runtime.flag_store,
+        model=runtime.model,
+        clock=runtime.clock,
+        batch_windows=2,
+    )
+
+
+def test_a_crash_between_embedding_and_advancing_is_overwritten_on_rerun(make_runtime, kit) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    runtime.ingest_events("acme", sessions(kit))
+    with pytest.raises(SimulatedCrash):
+        crashing_sweeper(runtime).run_pass()
+    written = kit.rows()
+    assert len(written) == 2  # the first batch reached the table
+    assert runtime.watermarks.find(P, "hash:1024") is None  # ... but not the watermark
+    report = runtime.run_sweep(trigger="test")
+    assert report.windows_embedded == 5  # the first two again, overwritten in place
+    after = kit.rows()
+    assert len(after) == 5
+    assert {r["id"] for r in written} <= {r["id"] for r in after}
+    assert len(kit.covered()) == len(set(kit.covered())) == 15
+
+
+def test_a_window_recut_after_a_crash_replaces_the_rows_it_overlaps(make_runtime, kit) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    runtime.ingest_events("acme", sessions(kit, count=2))
+    with pytest.raises(SimulatedCrash):
+        crashing_sweeper(runtime).run_pass()
+    assert [r["source_event_ids"] for r in kit.rows()] == [
+        ["s0m0", "s0m1", "s0m2"],
+        ["s1m0", "s1m1", "s1m2"],
+    ]
+    # Before the rerun, a message lands inside the first (already written) window.
+    runtime.ingest_events("acme", [kit.message("s0m1b", 1.5, "one more line in that chat")])
+    runtime.run_sweep(trigger="test")
+    assert [r["source_event_ids"] for r in kit.rows()] == [
+        ["s0m0", "s0m1", "s0m1b", "s0m2"],
+        ["s1m0", "s1m1", "s1m2"],
+    ]
+
+
+def test_a_new_model_rebuilds_from_empty_and_never_mixes_with_the_old(
+    make_runtime, kit, clock
+) -> None:
+    old: HistoryRuntime = make_runtime()
+    kit.enable_semantic(old)
+    old.ingest_events("acme", sessions(kit))
+    assert old.run_sweep(trigger="t").windows_embedded == 5
+    new_model = type(old.model)(HashEmbeddingModel(384))  # same edge fake, another model
+    new: HistoryRuntime = make_runtime(new_model, history_model="hash:384")
+    report = new.run_sweep(trigger="t")
+    assert report.windows_embedded == 5  # new model = empty watermarks = rebuild
+    assert {(r["model"], r["dims"]) for r in kit.rows()} == {("hash:1024", 1024), ("hash:384", 384)}
+    result = new.search_history("acme", HistoryQuery("unrelated words entirely", limit=50))
+    assert result.model == "hash:384"
+    semantic_windows = {h.window_id for h in result.hits}
+    assert semantic_windows <= {r["id"] for r in kit.rows(model="hash:384")}
+
+    with pytest.raises(InvalidInput):
+        new.drop_model("hash:384")  # the active model is refused
+    dropped = new.drop_model("hash:1024")
+    assert (dropped.rows_deleted, dropped.watermarks_reset) == (5, 1)
+    assert {r["model"] for r in kit.rows()} == {"hash:384"}
+    assert old.watermarks.get(P, "hash:1024").mark.position is None
+    assert old.run_sweep(trigger="t").windows_embedded == 5  # switching back rebuilds
+
+
+def test_watermarks_live_in_their_own_event_store_tables_without_chat_text(
+    make_runtime, kit
+) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    runtime.ingest_events(
+        "acme", [*sessions(kit), kit.message("x", 500, "POISON pill text the model refuses")]
+    )
+    runtime.model.reject_marker = "POISON"  # type: ignore[attr-defined]
+    runtime.run_sweep(trigger="t")
+    assert kit.scalar("SELECT to_regclass('historysweep_events') IS NOT NULL")
+    with runtime.database.connection() as conn:
+        states = [bytes(r["state"]) for r in conn.execute("SELECT state FROM historysweep_events")]
+    assert len(states) >= 3  # started, advanced, poison window skipped
+    blob = b"\n".join(states)
+    for text in ("reset my password", "POISON", "pill"):
+        assert text.encode() not in blob
+    assert b'"position_event_id":"x"' in blob  # positions are event ids
+
+
+def test_sweep_status_reports_watermark_lag_stalls_and_poison(make_runtime, kit, clock) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    runtime.ingest_events("acme", sessions(kit, count=2))
+    (before,) = runtime.sweep_status("acme")
+    assert before.mark.position is None and before.lag_events == 6
+    assert before.oldest_closed_window_age_seconds == (clock.now - kit.at(2)).total_seconds()
+    runtime.model.reject_marker = "1 1"  # type: ignore[attr-defined]
+    runtime.run_sweep(trigger="t")
+    (after,) = runtime.sweep_status("acme")
+    assert after.lag_events == 0 and after.oldest_closed_window_age_seconds is None
+    assert [p.message_count for p in after.poison_windows] == [3]
+    assert after.windows_embedded == 1 and not after.stalled
