@@ -1,0 +1,107 @@
+"""`memory policies ...` commands and the policy context's start-up checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from memory.application.policy.commands import NewPolicy
+from memory.domain.policy.dimensionality import DimensionalityMismatch
+from memory.entrypoints import cli
+from memory.entrypoints.bootstrap import build_services
+from memory.entrypoints.policy_runtime import PolicyRuntime
+from memory.infrastructure.policy.projector import PolicyProjector
+from memory.infrastructure.policy.reembed import reembed
+from memory.infrastructure.postgres.database import Database
+from memory.infrastructure.settings import Settings
+
+MakeRuntime = Callable[..., PolicyRuntime]
+StartProjector = Callable[..., PolicyProjector]
+
+
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch, database_url: str) -> Callable[..., int]:
+    monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
+    monkeypatch.setenv("MEMORY_POLICY_MODEL", "hash:384")
+    monkeypatch.setenv("MEMORY_HISTORY_MODEL", "hash:1024")
+    return lambda *argv: cli.main(list(argv))
+
+
+def test_reembed_shows_progress_and_drop_model_refuses_the_active_model(
+    cli_env: Callable[..., int],
+    make_runtime: MakeRuntime,
+    policy_db: Database,
+    test_model: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    runtime = make_runtime(projection_wait_timeout=0)
+    runtime.commands.store_many([NewPolicy(f"p{i}", f"text {i}") for i in range(5)])
+
+    assert cli_env("policies", "reembed", "--model", "hash:384") == 0
+    out, err = capsys.readouterr()
+    assert "reembed hash:384" in err  # tqdm's bar, on stderr
+    assert "5/5" in err
+    assert "projected up to event 5 of 5" in out
+
+    assert cli_env("policies", "reembed", "--model", "hash:384", "--rebuild") == 0
+    assert "5 old rows removed first" in capsys.readouterr().out
+
+    assert cli_env("policies", "drop-model", "hash:384") == 2
+    assert "active policy model" in capsys.readouterr().err
+
+    reembed(policy_db, test_model("test:other@384"), runtime.log)
+    assert cli_env("policies", "status") == 0
+    status = capsys.readouterr().out
+    assert "hash:384 (active): 5 rows, projected up to 5" in status
+    assert "test:other@384: 5 rows, projected up to 5" in status
+
+    assert cli_env("policies", "drop-model", "test:other@384") == 0
+    assert "dropped 5 rows" in capsys.readouterr().out
+    assert cli_env("policies", "drop-model", "test:other@384") == 2
+    assert "no rows for model test:other@384" in capsys.readouterr().err
+
+
+def test_reembed_refuses_a_model_of_another_size_and_a_busy_model(
+    cli_env: Callable[..., int],
+    make_runtime: MakeRuntime,
+    start_projector: StartProjector,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli_env("policies", "reembed", "--model", "hash:256") == 2
+    assert "exactly 384" in capsys.readouterr().err
+    runtime = make_runtime()
+    start_projector(runtime)
+    assert cli_env("policies", "reembed", "--model", "hash:384") == 2
+    assert "running in another process" in capsys.readouterr().err
+
+
+def test_a_model_of_another_size_stops_start_up_with_a_clear_error(
+    database_url: str, make_settings: Callable[..., Settings]
+) -> None:
+    with pytest.raises(DimensionalityMismatch, match=r"hash:768 .* exactly 384"):
+        build_services(make_settings(policy_model="hash:768"), database_url)
+
+
+def test_start_up_creates_the_event_store_and_read_model(
+    database_url: str, make_settings: Callable[..., Settings]
+) -> None:
+    services = build_services(make_settings(), database_url, contexts=("policy",))
+    try:
+        with services.database.connection() as conn:
+            tables = {
+                str(r["tablename"])
+                for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname='public'")
+            }
+        assert {"policy_events", "policy_embeddings", "policy_secrets"} <= tables
+        health = services.context("policy").health()
+        assert health["model"]["id"] == "hash:384"
+        assert health["projector"] == {
+            "running_here": False,
+            "position": None,
+            "head": None,
+            "lag_events": 0,
+        }
+    finally:
+        services.close()
