@@ -4,6 +4,7 @@ and a model server fake at the edge (wrapping the deterministic hash model)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -36,19 +37,22 @@ class FakeClock:
 class EdgeModel:
     """A model server at the edge: the hash model's vectors, with failures on demand."""
 
-    def __init__(self, inner: EmbeddingModel | None = None) -> None:
+    def __init__(self, inner: EmbeddingModel | None = None, *, model_id: str | None = None) -> None:
         self.inner = inner or HashEmbeddingModel(1024)
+        dims = self.inner.identity.dimensions
+        self._identity = ModelIdentity(model_id or self.inner.identity.id, dims)
         self.failure: EmbeddingError | None = None
         self.reject_marker: str | None = None
         self.document_calls: list[list[str]] = []
         self.query_calls = 0
+        self.query_delay = 0.0
         self.entered = threading.Event()
         self.gate: threading.Event | None = None
         self._lock = threading.Lock()
 
     @property
     def identity(self) -> ModelIdentity:
-        return self.inner.identity
+        return self._identity
 
     @property
     def max_input_tokens(self) -> int:
@@ -71,6 +75,7 @@ class EdgeModel:
 
     def embed_query(self, text: str) -> EmbeddingVector:
         self.query_calls += 1
+        time.sleep(self.query_delay)
         if self.failure is not None:
             raise self.failure
         return self.inner.embed_query(text)
