@@ -1,0 +1,71 @@
+"""Policy memory with the real embedded model: a query in English finds a policy written in
+Malay or Chinese, above the model's default threshold, ranked first."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from tests.conftest import running_app
+
+from memory.entrypoints.bootstrap import build_services
+from memory.entrypoints.http.app import create_app
+from memory.infrastructure.settings import Settings
+
+pytestmark = [pytest.mark.model, pytest.mark.anyio]
+
+QUERY = "how often do employees have to change their password?"
+MALAY = (
+    "Kakitangan mesti menukar kata laluan mereka setiap 90 hari dan tidak boleh "
+    "menggunakan semula kata laluan lama."
+)
+CHINESE = "员工必须每90天更改一次密码，并且不得重复使用旧密码。"  # noqa: RUF001
+UNRELATED = {
+    "cafeteria": "The cafeteria serves lunch from noon until two o'clock.",
+    "parking": "Parking permits are renewed every January.",
+    "travel": "Business travel must be approved by a line manager in advance.",
+}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.parametrize(("policy_id", "content"), [("pw-ms", MALAY), ("pw-zh", CHINESE)])
+async def test_an_english_query_finds_the_policy_in_another_language_first(
+    database_url: str,
+    make_settings: Callable[..., Settings],
+    policy_id: str,
+    content: str,
+) -> None:
+    settings = make_settings(policy_model="local:multilingual-e5-small")
+    app = create_app(lambda: build_services(settings, database_url, contexts=("policy",)))
+    async with running_app(app) as client:
+        for other_id, text in UNRELATED.items():
+            assert (
+                await client.post("/v1/policies", json={"policy_id": other_id, "content": text})
+            ).status_code == 201
+        stored = await client.post(
+            "/v1/policies",
+            json={"policy_id": policy_id, "content": content, "metadata": {"title": "Passwords"}},
+        )
+        assert stored.status_code == 201
+        assert stored.json()["model"] == "local:multilingual-e5-small"
+
+        response = await client.post("/v1/policies/search", json={"query": QUERY})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["similarity_threshold"] == 0.80  # the e5 default, not 0.75
+        results = body["results"]
+        assert results, "nothing above the default threshold"
+        assert results[0]["policy_id"] == policy_id
+        assert results[0]["similarity"] >= 0.80
+        assert {"cafeteria", "parking"}.isdisjoint(r["policy_id"] for r in results)
+
+        document = await client.get(
+            f"/v1/embeddings/{results[0]['embedding_ref']}",
+            params={"origin": "search", "query": QUERY},
+        )
+        assert document.json()["content"] == content
+        assert document.json()["similarity"] == pytest.approx(results[0]["similarity"], abs=1e-6)
