@@ -1,0 +1,328 @@
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from memory.application.embedding import ModelUnavailable
+
+pytestmark = pytest.mark.anyio
+
+SEMANTIC = "/v1/feature-flags/digital_worker_semantic_search"
+
+
+async def ingest(client, org: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+    response = await client.post(f"/v1/orgs/{org}/chat-events", json={"events": events})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def fields(response) -> list[str]:
+    return [f["field"] for f in response.json()["error"]["details"]["fields"]]
+
+
+async def test_ingest_sweep_and_hybrid_search(history_app, event) -> None:
+    async with history_app() as client:
+        body = await ingest(
+            client,
+            "acme",
+            [
+                event("how can I reset my password", minutes_ago=125, event_id="m1"),
+                event("the reset link never arrives", minutes_ago=124, event_id="m2"),
+                event("ok resending it now", minutes_ago=123, event_id="m3", sender="agent"),
+                event("send me the March invoice", minutes_ago=60, event_id="i1"),
+            ],
+        )
+        assert body == {"event_ids": ["m1", "m2", "m3", "i1"], "inserted": 4, "duplicates": 0}
+
+        off = (await client.get("/v1/orgs/acme/history/search", params={"q": "password"})).json()
+        assert off["semantic"] == "off" and "model" not in off
+        assert [r["event_id"] for r in off["results"]] == ["m1"]
+        assert off["results"][0] == {
+            "event_id": "m1",
+            "provider": "slack",
+            "channel_id": "C1",
+            "sender": "ali",
+            "text": "how can I reset my password",
+            "occurred_at": off["results"][0]["occurred_at"],
+            "matched_by": "fts",
+        }
+
+        assert (await client.put(SEMANTIC, json={"enabled": True})).status_code == 200
+        sweep = await client.post("/v1/sweep")
+        assert sweep.status_code == 200
+        assert sweep.json() == {
+            "windows_embedded": 2,
+            "windows_skipped": 0,
+            "windows_poisoned": 0,
+            "windows_open": 0,
+            "partitions": 1,
+            "partitions_stalled": 0,
+            "partitions_busy": 0,
+        }
+        on = (
+            await client.get("/v1/orgs/acme/history/search", params={"q": "password", "limit": "3"})
+        ).json()
+        assert on["semantic"] == "on" and on["model"] == "hash:1024"
+        assert [(r["event_id"], r["matched_by"]) for r in on["results"]] == [
+            ("m1", "fts"),
+            ("m2", "semantic"),
+            ("m3", "semantic"),
+        ]
+        semantic = on["results"][1]
+        assert 0 < semantic["similarity"] <= 1 and semantic["window_id"]
+        assert on["results"][2]["window_id"] == semantic["window_id"]
+
+
+async def test_ingest_is_idempotent_over_http(history_app, event) -> None:
+    async with history_app() as client:
+        batch = [event("first message without an id"), event("second", event_id="client-1")]
+        first = await ingest(client, "acme", batch)
+        again = await ingest(client, "acme", batch)
+        assert first["event_ids"] == again["event_ids"]
+        assert first["event_ids"][1] == "client-1"
+        assert (again["inserted"], again["duplicates"]) == (0, 2)
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        ({"occurred_at": "2026-03-02T09:00:00"}, "events.2.occurred_at"),
+        ({"text": None}, "events.2.text"),
+        ({"text": "nul \x00 inside"}, "events.2.text"),
+        ({"provider": "Slack Inc"}, "events.2.provider"),
+        ({"channel_id": ""}, "events.2.channel_id"),
+        ({"sender": "tab\there"}, "events.2.sender"),
+        ({"decision": "DENIED!"}, "events.2.decision"),
+        ({"colour": "blue"}, "events.2.colour"),
+        ({"event_id": "x" * 201}, "events.2.event_id"),
+    ],
+)
+async def test_an_invalid_event_is_422_naming_its_index_and_field_and_nothing_is_stored(
+    history_app, event, bad: dict[str, Any], field: str
+) -> None:
+    async with history_app() as client:
+        events = [event("first good message"), event("second good message"), {**event("x"), **bad}]
+        response = await client.post("/v1/orgs/acme/chat-events", json={"events": events})
+        assert response.status_code == 422
+        assert response.json()["error"]["code"] == "validation_error"
+        assert field in fields(response)
+        found = await client.get("/v1/orgs/acme/history/search", params={"q": "good"})
+        assert found.json()["results"] == []
+
+
+async def test_request_shape_errors(history_app, event) -> None:
+    async with history_app() as client:
+        url = "/v1/orgs/acme/chat-events"
+        assert fields(await client.post(url, json={"events": []})) == ["events"]
+        too_many = {"events": [event(f"m{i}") for i in range(1001)]}
+        assert fields(await client.post(url, json=too_many)) == ["events"]
+        assert fields(await client.post(url, content=b"{not json")) == ["body"]
+        assert fields(await client.post(url, json=[event("x")])) == ["body"]
+        bad_org = await client.post("/v1/orgs/bad org!/chat-events", json={"events": [event("x")]})
+        assert bad_org.status_code == 422 and fields(bad_org) == ["org_id"]
+        exactly = {"events": [event(f"m{i}", event_id=f"e{i}") for i in range(1000)]}
+        assert (await client.post(url, json=exactly)).json()["inserted"] == 1000
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"q": "x", "limit": "0"}, "limit"),
+        ({"q": "x", "limit": "101"}, "limit"),
+        ({"q": "x", "limit": "ten"}, "limit"),
+        ({}, "q"),
+        ({"q": "   "}, "q"),
+        ({"q": "x", "since": "2026-03-02T09:00:00"}, "since"),
+        ({"q": "x", "since": "2026-03-02T09:00:00Z", "until": "2026-03-01T09:00:00Z"}, "until"),
+        ({"q": "x", "sort": "new"}, "sort"),
+    ],
+)
+async def test_search_parameters_are_checked(history_app, params, field: str) -> None:
+    async with history_app() as client:
+        response = await client.get("/v1/orgs/acme/history/search", params=params)
+        assert response.status_code == 422
+        assert field in fields(response)
+
+
+async def test_search_limits_at_the_edges(history_app, event) -> None:
+    async with history_app() as client:
+        await ingest(client, "acme", [event(f"password number {i}") for i in range(120)])
+        for limit, expected in (("1", 1), ("100", 100)):
+            got = await client.get(
+                "/v1/orgs/acme/history/search", params={"q": "password", "limit": limit}
+            )
+            assert len(got.json()["results"]) == expected
+        default = await client.get("/v1/orgs/acme/history/search", params={"q": "password"})
+        assert len(default.json()["results"]) == 20
+
+
+async def test_a_failing_model_degrades_search_never_errors(history_app, event, edge_model) -> None:
+    async with history_app() as client:
+        await client.put(SEMANTIC, json={"enabled": True})
+        await ingest(client, "acme", [event("reset my password please")])
+        await client.post("/v1/sweep")
+        edge_model.failure = ModelUnavailable("hash:1024", "connection refused")
+        response = await client.get("/v1/orgs/acme/history/search", params={"q": "password"})
+        assert response.status_code == 200
+        body = response.json()
+        assert body["semantic"] == "degraded" and body["model"] == "hash:1024"
+        assert [r["matched_by"] for r in body["results"]] == ["fts"]
+
+
+async def test_a_slow_model_degrades_within_the_budget(history_app, event, edge_model) -> None:
+    async with history_app(history_query_embed_timeout=0.2) as client:
+        await client.put(SEMANTIC, json={"enabled": True})
+        await ingest(client, "acme", [event("reset my password please")])
+        edge_model.query_delay = 3.0
+        with anyio.fail_after(2.0):
+            response = await client.get("/v1/orgs/acme/history/search", params={"q": "reset"})
+        assert response.json()["semantic"] == "degraded"
+
+
+async def test_sweep_endpoints_report_progress_stalls_and_poison(
+    history_app, event, edge_model
+) -> None:
+    async with history_app() as client:
+        await client.put(SEMANTIC, json={"enabled": True})
+        await ingest(
+            client,
+            "acme",
+            [
+                event("a normal question about the refund policy", minutes_ago=300),
+                event("this one breaks the model POISON for sure", minutes_ago=200),
+                event("the newest message, still an open window", minutes_ago=5),
+            ],
+        )
+        await ingest(client, "globex", [event("globex has its own question here", minutes_ago=300)])
+
+        status = (await client.get("/v1/orgs/acme/sweep")).json()
+        assert status["model"] == "hash:1024" and status["semantic_search"] is True
+        (part,) = status["partitions"]
+        assert part["watermark"]["position"] is None
+        assert part["lag"]["events"] == 3
+        assert part["lag"]["oldest_closed_window_age_seconds"] >= 300 * 60 - 5
+
+        edge_model.failure = ModelUnavailable("hash:1024", "down")
+        stalled = (await client.post("/v1/sweep", json={"org_id": "acme"})).json()
+        assert (stalled["partitions"], stalled["partitions_stalled"]) == (1, 1)
+        (part,) = (await client.get("/v1/orgs/acme/sweep")).json()["partitions"]
+        assert part["stalled"] is True and part["last_stall"]["reason"] == "model_unavailable"
+
+        edge_model.failure = None
+        edge_model.reject_marker = "POISON"
+        report = (await client.post("/v1/sweep", json={"org_id": "acme"})).json()
+        assert report["windows_embedded"] == 1
+        assert (report["windows_poisoned"], report["windows_open"]) == (1, 1)
+        (part,) = (await client.get("/v1/orgs/acme/sweep")).json()["partitions"]
+        assert part["stalled"] is False
+        assert part["lag"] == {"events": 1, "oldest_closed_window_age_seconds": None}
+        assert part["watermark"]["position"]["event_id"]
+        (poison,) = part["poison_windows"]
+        assert poison["message_count"] == 1 and poison["reason"] == "input_rejected"
+        assert "POISON" not in str(part)
+
+        everything = (await client.post("/v1/sweep", json={})).json()
+        assert (everything["partitions"], everything["windows_embedded"]) == (2, 1)
+        bad = await client.post("/v1/sweep", json={"org_id": "no spaces allowed"})
+        assert bad.status_code == 422 and fields(bad) == ["org_id"]
+
+
+async def test_feature_flag_endpoints(history_app, event, edge_model) -> None:
+    async with history_app() as client:
+        listed = (await client.get("/v1/feature-flags")).json()["flags"]
+        assert {f["flag"]: (f["enabled"], f["default"], f["set"]) for f in listed} == {
+            "digital_worker": (True, True, False),
+            "digital_worker_semantic_search": (False, False, False),
+        }
+        put = await client.put(SEMANTIC, json={"enabled": True})
+        assert put.json() == {
+            "flag": "digital_worker_semantic_search",
+            "enabled": True,
+            "default": False,
+            "set": True,
+        }
+        org = (await client.get("/v1/orgs/acme/feature-flags")).json()
+        assert org["semantic_search"] is True
+        flag_url = "/v1/orgs/acme/feature-flags/digital_worker_semantic_search"
+        assert (await client.get(flag_url)).json() == {
+            "org_id": "acme",
+            "flag": "digital_worker_semantic_search",
+            "global": True,
+            "org": None,
+            "effective": True,
+        }
+        opted_out = (await client.put(flag_url, json={"enabled": False})).json()
+        assert (opted_out["org"], opted_out["effective"]) == (False, False)
+        await ingest(client, "acme", [event("reset my password")])
+        search = await client.get("/v1/orgs/acme/history/search", params={"q": "password"})
+        assert search.json()["semantic"] == "off"
+        assert edge_model.query_calls == 0
+        inherited = (await client.delete(flag_url)).json()
+        assert (inherited["org"], inherited["effective"]) == (None, True)
+        module = await client.put(
+            "/v1/orgs/acme/feature-flags/digital_worker", json={"enabled": False}
+        )
+        assert module.json()["effective"] is False
+        assert (await client.get("/v1/orgs/acme/feature-flags")).json()["semantic_search"] is False
+
+        unknown = await client.put("/v1/feature-flags/dark_mode", json={"enabled": True})
+        assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
+        unknown_org = await client.get("/v1/orgs/acme/feature-flags/dark_mode")
+        assert unknown_org.status_code == 404
+        for body in ({"enabled": "yes"}, {}, {"enabled": True, "x": 1}):
+            bad = await client.put(SEMANTIC, json=body)
+            assert bad.status_code == 422
+        assert (await client.get(SEMANTIC)).json()["enabled"] is True  # unchanged
+
+
+async def test_retention_endpoints_and_purge(history_app, event) -> None:
+    async with history_app() as client:
+        await client.put(SEMANTIC, json={"enabled": True})
+        assert (await client.get("/v1/orgs/acme/retention")).json() == {
+            "org_id": "acme",
+            "days": 30,
+            "default": True,
+        }
+        await ingest(
+            client,
+            "acme",
+            [
+                event("an old conversation about the password", minutes_ago=40 * 24 * 60),
+                event("a recent conversation about the password", minutes_ago=600),
+            ],
+        )
+        assert (await client.post("/v1/sweep")).json()["windows_embedded"] == 2
+        assert (await client.put("/v1/orgs/acme/retention", json={"days": 0})).status_code == 422
+        assert (await client.put("/v1/orgs/acme/retention", json={"days": 3651})).status_code == 422
+        set_days = await client.put("/v1/orgs/acme/retention", json={"days": 35})
+        assert set_days.json() == {"org_id": "acme", "days": 35, "default": False}
+        purged = (await client.post("/v1/purge", json={"org_id": "acme"})).json()
+        assert purged == {"orgs": 1, "events_deleted": 1, "embeddings_deleted": 1}
+        found = (
+            await client.get("/v1/orgs/acme/history/search", params={"q": "conversation old"})
+        ).json()
+        assert all("old" not in r["text"] for r in found["results"])
+        assert (await client.post("/v1/purge")).json()["events_deleted"] == 0
+
+
+async def test_health_and_metrics_report_the_history_context(history_app, event) -> None:
+    async with history_app() as client:
+        await client.put(SEMANTIC, json={"enabled": True})
+        await ingest(client, "acme", [event("reset my password please")])
+        await client.post("/v1/sweep")
+        await client.get("/v1/orgs/acme/history/search", params={"q": "password"})
+        health = (await client.get("/healthz")).json()["contexts"]["history"]
+        assert health["model"]["id"] == "hash:1024" and health["model"]["available"] is True
+        assert health["sweep"]["last_run"]["windows_embedded"] == 1
+        metrics = (await client.get("/metrics")).text
+        for name in (
+            "memory_history_ingested_events_total",
+            "memory_history_sweep_windows_total",
+            "memory_history_sweep_seconds",
+            "memory_history_searches_total",
+            "memory_history_purged_total",
+        ):
+            assert name in metrics
+        assert 'memory_history_searches_total{semantic="on"}' in metrics

@@ -1,0 +1,110 @@
+"""The operator commands against a real database."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from memory.entrypoints.cli import main
+
+
+@pytest.fixture
+def cli_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
+    monkeypatch.setenv("MEMORY_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MEMORY_HISTORY_MODEL", "hash:1024")
+    monkeypatch.setenv("MEMORY_POLICY_MODEL", "hash:384")
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield database_url
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def seed(url: str) -> None:
+    when = datetime.now(UTC) - timedelta(hours=3)
+    with psycopg.connect(url) as conn:
+        conn.execute(
+            "INSERT INTO dw_chat_events (org_id, event_id, provider, external_channel_id,"
+            " sender, event_type, decision, message_text, occurred_at)"
+            " SELECT org, 'e' || i, 'slack', 'C1', 'ali', 'message', 'received',"
+            " 'please reset my password number ' || i, %s + i * interval '1 minute'"
+            " FROM generate_series(1, 3) AS i, unnest(ARRAY['acme', 'globex']) AS org",
+            (when,),
+        )
+        conn.execute(
+            "INSERT INTO dw_chat_partitions (org_id, provider, external_channel_id)"
+            " VALUES ('acme', 'slack', 'C1'), ('globex', 'slack', 'C1')"
+        )
+        conn.execute(
+            "INSERT INTO admin_feature_flags (flag, enabled)"
+            " VALUES ('digital_worker_semantic_search', true)"
+        )
+
+
+def test_sweep_once_for_one_org_with_a_progress_bar(cli_env: str, capsys) -> None:
+    assert run(capsys, "history", "status", "acme")[0] == 0  # migrates an empty database
+    seed(cli_env)
+    code, out, err = run(capsys, "sweep", "--once", "--org", "acme")
+    assert code == 0
+    assert json.loads(out) == {
+        "windows_embedded": 1,
+        "windows_skipped": 0,
+        "windows_poisoned": 0,
+        "windows_open": 0,
+        "partitions": 1,
+        "partitions_stalled": 0,
+        "partitions_busy": 0,
+    }
+    assert "sweep" in err and "partition" in err  # tqdm's bar
+    code, out, _ = run(capsys, "history", "status", "acme")
+    status = json.loads(out)
+    assert status["models_stored"] == {"hash:1024": 1}
+    assert status["partitions"][0]["lag_events"] == 0
+    assert json.loads(run(capsys, "sweep", "--once")[1])["windows_embedded"] == 1  # globex
+
+
+def test_drop_model_refuses_the_active_model_and_drops_another(cli_env: str, capsys) -> None:
+    run(capsys, "history", "status", "acme")
+    seed(cli_env)
+    run(capsys, "sweep", "--once")
+    code, out, _ = run(capsys, "history", "drop-model", "hash:1024")
+    assert code == 2 and "active" in out
+    code, out, _ = run(capsys, "history", "drop-model", "local:multilingual-e5-small")
+    assert code == 0
+    assert json.loads(out) == {
+        "model": "local:multilingual-e5-small",
+        "rows_deleted": 0,
+        "watermarks_reset": 0,
+    }
+
+
+def test_retention_and_purge_commands(cli_env: str, capsys) -> None:
+    run(capsys, "history", "status", "acme")
+    seed(cli_env)
+    code, out, _ = run(capsys, "history", "retention", "acme")
+    assert json.loads(out) == {"org_id": "acme", "days": 30, "default": True}
+    code, out, _ = run(capsys, "history", "retention", "acme", "--days", "0")
+    assert code == 2
+    code, out, _ = run(capsys, "history", "retention", "acme", "--days", "1")
+    assert json.loads(out)["days"] == 1
+    code, out, _ = run(capsys, "purge")
+    assert json.loads(out) == {"orgs": 2, "events_deleted": 0, "embeddings_deleted": 0}
+    with psycopg.connect(cli_env) as conn:
+        conn.execute("UPDATE dw_chat_events SET occurred_at = occurred_at - interval '2 days'")
+    code, out, _ = run(capsys, "purge", "--org", "acme")
+    assert json.loads(out) == {"orgs": 1, "events_deleted": 3, "embeddings_deleted": 0}
