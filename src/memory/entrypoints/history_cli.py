@@ -95,7 +95,7 @@ def _purge(args: argparse.Namespace) -> int:
 def _drop_model(args: argparse.Namespace) -> int:
     with _history(args.settings) as runtime:
         try:
-            report = runtime.drop_model(args.model)
+            report = runtime.drop_model_spec(args.model)
         except DomainError as exc:
             print(f"memory: {exc.message}")
             return 2
@@ -162,7 +162,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     drop = commands.add_parser(
         "drop-model", help="delete a no-longer-active model's embeddings and reset its progress"
     )
-    drop.add_argument("model", help="model id as stored, e.g. ollama:bge-m3")
+    drop.add_argument("model", help="model spec, e.g. ollama:bge-m3 or local:multilingual-e5-small")
     drop.set_defaults(func=_drop_model)
     retention = commands.add_parser("retention", help="show or set an org's retention")
     retention.add_argument("org")

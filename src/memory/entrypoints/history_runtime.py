@@ -15,7 +15,7 @@ import anyio
 from starlette.routing import BaseRoute
 
 from memory.application.embedding import EmbeddingModel
-from memory.application.history.drop_model import DropModel
+from memory.application.history.drop_model import DropModel, DropReport
 from memory.application.history.feature_flags import FeatureFlags
 from memory.application.history.ingest import IngestChatEvents, IngestResult
 from memory.application.history.ports import Clock
@@ -29,6 +29,8 @@ from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.search import HistoryQuery, HistorySearchResult
 from memory.entrypoints.runtime import Worker
 from memory.infrastructure.embedding.factory import ModelRegistry
+from memory.infrastructure.embedding.remote_model import RemoteModel
+from memory.infrastructure.embedding.spec import InvalidModelSpec, ModelSpec
 from memory.infrastructure.history import metrics
 from memory.infrastructure.history.chat_events import PostgresChatEventLog
 from memory.infrastructure.history.clock import system_clock
@@ -157,6 +159,11 @@ class HistoryRuntime:
         }
         return report
 
+    def drop_model_spec(self, spec_text: str) -> DropReport:
+        """Drop a model named as operators write it (`ollama:bge-m3:latest`, `...@1024`): the
+        spec is turned into the identity stored with its rows (docs/adr/0010)."""
+        return self.drop_model(stored_model_id(spec_text))
+
     # ContextRuntime ----------------------------------------------------------------------
 
     def routes(self) -> list[BaseRoute]:
@@ -244,6 +251,18 @@ class HistoryRuntime:
         self._wait_for_background()
         self.embedder.close()
         self.watermarks.close()
+
+
+def stored_model_id(spec_text: str) -> str:
+    """The model identity a spec stands for; the text itself if it is no valid spec (a model
+    dropped from the catalog may still have rows)."""
+    try:
+        spec = ModelSpec.parse(spec_text)
+        if spec.provider in ("ollama", "openai"):
+            return RemoteModel.resolve(spec).identity.id
+    except InvalidModelSpec:
+        return spec_text.strip()
+    return str(spec)
 
 
 def build(settings: Settings, database: Database, models: ModelRegistry) -> HistoryRuntime:

@@ -91,6 +91,8 @@ def test_drop_model_refuses_the_active_model_and_drops_another(cli_env: str, cap
         "rows_deleted": 0,
         "watermarks_reset": 0,
     }
+    code, out, _ = run(capsys, "history", "drop-model", "ollama:bge-m3:latest")
+    assert json.loads(out)["model"] == "ollama:bge-m3"  # the identity its rows are stored under
 
 
 def test_retention_and_purge_commands(cli_env: str, capsys) -> None:
