@@ -119,3 +119,27 @@ def test_it_round_trips_through_the_event_store_and_its_events_carry_no_text() -
             "originator_topic",
         }
         assert not {"text", "content", "message_text"} & fields
+
+
+def test_long_lived_watermarks_are_snapshotted_and_load_the_same() -> None:
+    from memory.application.history.watermarks import (
+        WATERMARK_SNAPSHOT_INTERVAL,
+        SweepWatermarks,
+    )
+
+    assert WATERMARK_SNAPSHOT_INTERVAL == 50
+    store = SweepWatermarks({"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    w = store.get(P, "m")
+    w.skip_poison_window(uuid.uuid4(), SweepPosition(T, "e0"), SweepPosition(T, "e0"), 1, "x")
+    for i in range(1, 2 * WATERMARK_SNAPSHOT_INTERVAL + 5):
+        w.advance(WatermarkMark(SweepPosition(T, f"e{i:04d}"), i), embedded=[], skipped=1)
+        store.store(w)
+    assert store.snapshots is not None
+    snapshots = list(store.snapshots.get(w.id))
+    assert [s.originator_version for s in snapshots] == [
+        WATERMARK_SNAPSHOT_INTERVAL,
+        2 * WATERMARK_SNAPSHOT_INTERVAL,
+    ]
+    loaded = store.get(P, "m")
+    assert loaded.mark == w.mark and loaded.version == w.version
+    assert loaded.poison_windows == w.poison_windows and loaded.windows_skipped == w.windows_skipped

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from eventsourcing.application import AggregateNotFoundError, Application
 
@@ -15,6 +16,9 @@ from memory.domain.history.partition import Partition
 from memory.domain.history.watermark import SweepWatermark, new_watermark, watermark_id
 
 HISTORY_SWEEP_APPLICATION = "HistorySweep"
+# A watermark gains an event per batch it consumes; a snapshot every this many events keeps
+# loading it cheap however long the partition lives.
+WATERMARK_SNAPSHOT_INTERVAL = 50
 
 
 class SweepWatermarks(Application[uuid.UUID]):
@@ -22,6 +26,9 @@ class SweepWatermarks(Application[uuid.UUID]):
     PostgreSQL module in production; its in-memory default when none is given)."""
 
     name = HISTORY_SWEEP_APPLICATION
+    snapshotting_intervals: ClassVar[dict[type[Any], int]] = {
+        SweepWatermark: WATERMARK_SNAPSHOT_INTERVAL
+    }
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         super().__init__(env=dict(env) if env is not None else None)

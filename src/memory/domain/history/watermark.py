@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from eventsourcing.domain import Aggregate, event
 
@@ -69,7 +70,8 @@ class SweepWatermark(Aggregate):
         self._late_cursor_event_id: str | None = None
         self.windows_embedded = 0
         self.windows_skipped = 0
-        self.poison_windows: list[PoisonWindow] = []
+        # Plain data only, so that the library can snapshot the aggregate.
+        self._poison: list[dict[str, Any]] = []
         self.stalls = 0
         self.last_stall_reason: str | None = None
         self.last_stall_at: datetime | None = None
@@ -78,6 +80,20 @@ class SweepWatermark(Aggregate):
     @property
     def partition(self) -> Partition:
         return Partition(self.org_id, self.provider, self.channel_id)
+
+    @property
+    def poison_windows(self) -> list[PoisonWindow]:
+        return [
+            PoisonWindow(
+                p["window_id"],
+                SweepPosition(p["first_at"], p["first_event_id"]),
+                SweepPosition(p["last_at"], p["last_event_id"]),
+                p["message_count"],
+                p["reason"],
+                p["recorded_at"],
+            )
+            for p in self._poison
+        ]
 
     @property
     def mark(self) -> WatermarkMark:
@@ -195,15 +211,17 @@ class SweepWatermark(Aggregate):
         message_count: int,
         reason: str,
     ) -> None:
-        self.poison_windows.append(
-            PoisonWindow(
-                window_id,
-                SweepPosition(first_at, first_event_id),
-                SweepPosition(last_at, last_event_id),
-                message_count,
-                reason,
-                self.modified_on,
-            )
+        self._poison.append(
+            {
+                "window_id": window_id,
+                "first_at": first_at,
+                "first_event_id": first_event_id,
+                "last_at": last_at,
+                "last_event_id": last_event_id,
+                "message_count": message_count,
+                "reason": reason,
+                "recorded_at": self.modified_on,
+            }
         )
 
     @event("Reset")
@@ -214,7 +232,7 @@ class SweepWatermark(Aggregate):
         self._late_horizon = None
         self._late_cursor_at = None
         self._late_cursor_event_id = None
-        self.poison_windows = []
+        self._poison = []
 
     def __repr__(self) -> str:
         return f"SweepWatermark({self.partition}, {self.model}, {self.mark})"

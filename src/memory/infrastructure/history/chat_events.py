@@ -119,45 +119,46 @@ class PostgresChatEventLog:
         ]
 
     def read_main(self, partition: Partition, mark: WatermarkMark, limit: int) -> MainRead:
+        """One statement, so one snapshot, for the horizon, the late check and the read
+        (docs/adr/0030); the read is empty when late messages wait."""
         params = _partition_params(partition) | {"limit": limit + 1}
+        late: sql.Composable = sql.SQL("FALSE")
+        after: sql.Composable = sql.SQL("")
+        if mark.position is not None:
+            params |= {
+                "seen_seq": mark.seen_seq,
+                "p_at": mark.position.occurred_at,
+                "p_id": mark.position.event_id,
+            }
+            late = sql.SQL(
+                "EXISTS (SELECT 1 FROM dw_chat_events WHERE {p} AND {e}"
+                " AND ingest_seq > %(seen_seq)s"
+                " AND (occurred_at, event_id) <= (%(p_at)s, %(p_id)s))"
+            ).format(p=_PARTITION, e=EMBEDDABLE)
+            after = sql.SQL(" AND (occurred_at, event_id) > (%(p_at)s, %(p_id)s)")
+        statement = sql.SQL(
+            """
+            WITH state AS (
+                SELECT (SELECT coalesce(max(ingest_seq), 0) FROM dw_chat_events WHERE {p})
+                           AS horizon,
+                       {late} AS late),
+                 stream AS (
+                SELECT {columns} FROM dw_chat_events
+                WHERE {p} AND {e}{after} AND NOT (SELECT late FROM state)
+                ORDER BY occurred_at, event_id LIMIT %(limit)s)
+            SELECT state.horizon, state.late, stream.*
+            FROM state LEFT JOIN stream ON TRUE
+            ORDER BY stream.occurred_at, stream.event_id
+            """
+        ).format(p=_PARTITION, e=EMBEDDABLE, late=late, after=after, columns=_MESSAGE_COLUMNS)
         with self._db.connection() as conn:
-            # One snapshot for the horizon, the late check and the read (docs/adr/0030).
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            horizon_row = conn.execute(
-                sql.SQL(
-                    "SELECT coalesce(max(ingest_seq), 0) AS seq FROM dw_chat_events WHERE {p}"
-                ).format(p=_PARTITION),
-                params,
-            ).fetchone()
-            assert horizon_row is not None
-            horizon = int(cast(int, horizon_row["seq"]))
-            after = sql.SQL("")
-            if mark.position is not None:
-                params |= {
-                    "seen_seq": mark.seen_seq,
-                    "p_at": mark.position.occurred_at,
-                    "p_id": mark.position.event_id,
-                }
-                late = conn.execute(
-                    sql.SQL(
-                        "SELECT EXISTS (SELECT 1 FROM dw_chat_events WHERE {p} AND {e}"
-                        " AND ingest_seq > %(seen_seq)s"
-                        " AND (occurred_at, event_id) <= (%(p_at)s, %(p_id)s)) AS late"
-                    ).format(p=_PARTITION, e=EMBEDDABLE),
-                    params,
-                ).fetchone()
-                assert late is not None
-                if late["late"]:
-                    return MainRead(PartitionRead((), True), horizon, True)
-                after = sql.SQL(" AND (occurred_at, event_id) > (%(p_at)s, %(p_id)s)")
-            rows = conn.execute(
-                sql.SQL(
-                    "SELECT {columns} FROM dw_chat_events WHERE {p} AND {e}{after}"
-                    " ORDER BY occurred_at, event_id LIMIT %(limit)s"
-                ).format(columns=_MESSAGE_COLUMNS, p=_PARTITION, e=EMBEDDABLE, after=after),
-                params,
-            ).fetchall()
-        return MainRead(_read(rows, limit), horizon, False)
+            rows = conn.execute(statement, params).fetchall()
+        first = rows[0]  # the state row is always there, with or without messages
+        horizon = int(cast(int, first["horizon"]))
+        if first["late"]:
+            return MainRead(PartitionRead((), True), horizon, True)
+        messages = [r for r in rows if r["event_id"] is not None]
+        return MainRead(_read(messages, limit), horizon, False)
 
     def read_late(
         self, partition: Partition, mark: WatermarkMark, late: LateCatchUp, limit: int

@@ -86,11 +86,13 @@ class PostgresWindowEmbeddings:
                     },
                 )
                 with conn.cursor() as cur:
-                    for w in group:
-                        cur.execute(_UPSERT, _row(model, w))
-                        written += max(cur.rowcount, 0)
+                    # One pipelined round trip for the batch.
+                    cur.executemany(_UPSERT, [_row(model, w) for w in group])
+                    written += max(cur.rowcount, 0)
         return written
 
+    # The distance is computed once per row and sorted by its alias: `1 - (a <=> b)` in the
+    # select list next to `ORDER BY a <=> b` would compute it twice (2x the exact scan).
     def nearest(
         self, org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
     ) -> list[WindowMatch]:
@@ -102,10 +104,10 @@ class PostgresWindowEmbeddings:
         }
         statement = sql.SQL(
             """
-            SELECT id, source_event_ids, 1 - (embedding <=> %(vector)s) AS similarity
+            SELECT id, source_event_ids, embedding <=> %(vector)s AS distance
             FROM dw_message_embeddings
             WHERE org_id = %(org_id)s AND model = %(model)s{filters}
-            ORDER BY embedding <=> %(vector)s, id
+            ORDER BY distance, id
             LIMIT %(k)s
             """
         ).format(filters=window_filters(query, params))
@@ -114,7 +116,7 @@ class PostgresWindowEmbeddings:
         return [
             WindowMatch(
                 window_id=_uuid(r["id"]),
-                similarity=float(cast(float, r["similarity"])),
+                similarity=1.0 - float(cast(float, r["distance"])),
                 event_ids=tuple(cast(list[str], r["source_event_ids"])),
             )
             for r in rows

@@ -29,7 +29,6 @@ def persistence_env(url: str) -> dict[str, str]:
         "POSTGRES_PASSWORD": str(params.get("password") or ""),
         "POSTGRES_POOL_SIZE": str(WATERMARK_POOL_SIZE),
         "POSTGRES_MAX_OVERFLOW": str(WATERMARK_POOL_OVERFLOW),
-        "POSTGRES_PRE_PING": "y",
         "CREATE_TABLE": "y",
     }
     prefix = HISTORY_SWEEP_APPLICATION.upper()
