@@ -3,6 +3,7 @@ purge workers `memory serve` runs, and its health."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import logging
 import threading
@@ -48,6 +49,8 @@ log = logging.getLogger(__name__)
 # After the ingest listener's connection fails, wait this long before reconnecting (the
 # periodic pass keeps the sweep going meanwhile).
 LISTENER_RETRY_SECONDS = 5.0
+# Threads for the full-text half of hybrid searches (each holds a pooled connection).
+FULL_TEXT_WORKERS = 4
 
 T = TypeVar("T")
 
@@ -75,6 +78,10 @@ class HistoryRuntime:
         self.locks = AdvisoryPartitionLocks(database.url, wait_timeout=settings.sweep_lock_timeout)
         self.watermarks = watermarks or open_sweep_watermarks(database)
         self.embedder = QueryEmbedder(model, settings.history_query_embed_timeout)
+        # Full-text queries that run beside the semantic part of hybrid searches.
+        self._full_text_pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=FULL_TEXT_WORKERS, thread_name_prefix="history-full-text"
+        )
         self.ingest = IngestChatEvents(self.events)
         self.search = SearchHistory(
             events=self.events,
@@ -82,6 +89,7 @@ class HistoryRuntime:
             flags=self.flag_store,
             embedder=self.embedder,
             model_id=self.model_id,
+            full_text_pool=self._full_text_pool,
         )
         self.sweeper = Sweeper(
             events=self.events,
@@ -250,6 +258,7 @@ class HistoryRuntime:
         self._stop.set()
         self._wait_for_background()
         self.embedder.close()
+        self._full_text_pool.shutdown(wait=True)
         self.watermarks.close()
 
 

@@ -1,7 +1,13 @@
 """History search: full-text always; semantic appended when the org has the feature on and
-the query can be embedded in time (otherwise `degraded`, never an error)."""
+the query can be embedded in time (otherwise `degraded`, never an error).
+
+With the feature on, the full-text query runs in a worker thread while this thread waits for
+the query vector and runs the exact KNN: the answer takes the longer of the two, not the sum.
+"""
 
 from __future__ import annotations
+
+import concurrent.futures
 
 from memory.application.history.ports import (
     ChatEventLog,
@@ -29,12 +35,14 @@ class SearchHistory:
         flags: FeatureFlagStore,
         embedder: QueryEmbedder,
         model_id: str,
+        full_text_pool: concurrent.futures.Executor,
     ) -> None:
         self._events = events
         self._windows = windows
         self._flags = flags
         self._embedder = embedder
         self._model_id = model_id
+        self._full_text_pool = full_text_pool
 
     def __call__(self, org_id: str, query: HistoryQuery) -> HistorySearchResult:
         merge = HybridMerge(query.limit)
@@ -42,13 +50,15 @@ class SearchHistory:
             fts = self._events.full_text(org_id, query)
             return HistorySearchResult(merge.merge(fts, []), SemanticState.OFF)
         pending = self._embedder.start(query.text)
-        fts = self._events.full_text(org_id, query)
+        full_text = self._full_text_pool.submit(self._events.full_text, org_id, query)
         vector = pending.result()
         if vector is None:
+            fts = full_text.result()
             return HistorySearchResult(merge.merge(fts, []), SemanticState.DEGRADED, self._model_id)
         # Each window contributes several messages, so `limit` windows always suffice.
         matches = self._windows.nearest(org_id, self._model_id, vector, query, k=query.limit)
         semantic = self._window_messages(org_id, matches, query)
+        fts = full_text.result()
         return HistorySearchResult(merge.merge(fts, semantic), SemanticState.ON, self._model_id)
 
     def _window_messages(
