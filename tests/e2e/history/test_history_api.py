@@ -97,6 +97,8 @@ async def test_ingest_is_idempotent_over_http(history_app, event) -> None:
         ({"decision": "DENIED!"}, "events.2.decision"),
         ({"colour": "blue"}, "events.2.colour"),
         ({"event_id": "x" * 201}, "events.2.event_id"),
+        ({"text": "x" * 32_001}, "events.2.text"),
+        ({"sender": "s" * 257}, "events.2.sender"),
     ],
 )
 async def test_an_invalid_event_is_422_naming_its_index_and_field_and_nothing_is_stored(
@@ -122,6 +124,8 @@ async def test_request_shape_errors(history_app, event) -> None:
         assert fields(await client.post(url, json=[event("x")])) == ["body"]
         bad_org = await client.post("/v1/orgs/bad org!/chat-events", json={"events": [event("x")]})
         assert bad_org.status_code == 422 and fields(bad_org) == ["org_id"]
+        longest = event("x" * 32_000, event_id="x" * 200, sender="s" * 256, channel_id="c" * 256)
+        assert (await client.post(url, json={"events": [longest]})).status_code == 201
         exactly = {"events": [event(f"m{i}", event_id=f"e{i}") for i in range(1000)]}
         assert (await client.post(url, json=exactly)).json()["inserted"] == 1000
 
