@@ -33,3 +33,8 @@ def test_library_pools_are_small() -> None:
     env = event_store_env("dbname=t")
     assert env["POLICY_POSTGRES_POOL_SIZE"] == "2"
     assert env["POLICY_POSTGRES_MAX_OVERFLOW"] == "4"
+
+
+def test_the_event_store_records_without_pipeline_mode() -> None:
+    topic = event_store_env("dbname=t")["POLICY_APPLICATION_RECORDER_TOPIC"]
+    assert topic == "memory.infrastructure.policy.event_recorder:PolicyEventRecorder"

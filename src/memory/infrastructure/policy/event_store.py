@@ -15,6 +15,7 @@ from psycopg.conninfo import conninfo_to_dict
 from memory.application.policy.ports import RecordConflict
 from memory.domain.policy.aggregate import PolicyEmbedding
 from memory.domain.policy.policy_id import PolicyId
+from memory.infrastructure.policy.event_recorder import PolicyEventRecorder
 
 # Library connections per pool. Each process has a few pools (the command side, the
 # projector's subscription, its view), so they are kept small; writes are short.
@@ -53,6 +54,7 @@ def event_store_env(database_url: str) -> dict[str, str]:
         "POSTGRES_POOL_SIZE": str(EVENT_STORE_POOL_SIZE),
         "POSTGRES_MAX_OVERFLOW": str(EVENT_STORE_POOL_OVERFLOW),
         "POSTGRES_CONNECT_TIMEOUT": param("connect_timeout") or "30",
+        "APPLICATION_RECORDER_TOPIC": get_topic(PolicyEventRecorder),
     }
     return {f"{prefix}_{key}": value for key, value in values.items()}
 
