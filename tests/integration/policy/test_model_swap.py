@@ -12,6 +12,7 @@ from memory.application.policy.commands import NewPolicy
 from memory.domain.errors import NotFound
 from memory.domain.policy.content import content_sha256
 from memory.entrypoints.policy_runtime import PolicyRuntime
+from memory.infrastructure.policy.indexes import has_hnsw_index
 from memory.infrastructure.policy.lease import ProjectionBusy
 from memory.infrastructure.policy.model_admin import PolicyModelAdmin
 from memory.infrastructure.policy.model_objects import ModelObjects
@@ -77,6 +78,8 @@ def test_reembed_embeds_each_current_version_once_into_rows_of_the_new_model(
             assert new[column] == old[column], column
         assert new["embedding"] != old["embedding"]  # another model's vector space
     assert new_rows["p3"]["tags"] == ["renamed"]
+    with policy_db.connection() as conn:  # built once, after the replay
+        assert has_hnsw_index(conn, OTHER)
 
 
 def test_every_read_filters_by_the_active_model(

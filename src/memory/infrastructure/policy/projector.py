@@ -50,12 +50,17 @@ class PolicyProjector:
         *,
         progress: ProjectionProgress | None = None,
         view_class: type[PostgresPolicyEmbeddingsView] = PostgresPolicyEmbeddingsView,
+        index_first: bool = True,
     ) -> None:
+        """`index_first=False` leaves creating the model's HNSW index to the caller: a bulk
+        replay inserts rows several times faster without it and builds it once at the end
+        (`reembed` does); a projector serving searches creates it before its first row."""
         self._database = database
         self.model = model
         self._outlook = outlook
         self._progress = progress
         self._view_class = view_class
+        self._index_first = index_first
         self._objects = ModelObjects(model.identity.id)
         self._lease = ProjectionLease(database.url, model.identity.id)
         self._view: PostgresPolicyEmbeddingsView | None = None
@@ -88,8 +93,9 @@ class PolicyProjector:
         if not self._lease.try_acquire():
             return False
         try:
-            with self._database.connection() as conn:
-                ensure_hnsw_index(conn, self.model_id)
+            if self._index_first:
+                with self._database.connection() as conn:
+                    ensure_hnsw_index(conn, self.model_id)
             on_commit = None if self._progress is None else self._progress.advance
             view = self._view_class(
                 view_datastore(self._database.url),

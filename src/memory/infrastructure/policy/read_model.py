@@ -115,7 +115,9 @@ class PostgresPolicyReadModel:
             " WHERE distance <= %(max_distance)s"
             " ORDER BY distance, embedding_ref OFFSET %(offset)s LIMIT %(take)s"
         ).format(columns=_COLUMNS, where=where)
-        candidates = params["offset"] + params["take"]
+        # One candidate beyond the page: if it ties with the page's last row, the LIMIT may
+        # have cut that tie group.
+        candidates = params["offset"] + params["take"] + 1
         limit = max(candidates, MAX_CANDIDATES)
         ends = time.monotonic() + timeout
         while True:
@@ -136,6 +138,7 @@ class PostgresPolicyReadModel:
             last = rows[-1]
             if last["fetched"] < candidates or last["farthest"] > last["distance"]:
                 return rows
+            # The farthest candidate ties with the page's last row: get the whole group.
             candidates = min(candidates * 2, limit)
 
     def get(

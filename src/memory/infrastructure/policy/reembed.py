@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from memory.application.embedding import EmbeddingModel
 from memory.domain.policy.dimensionality import FixedDimensionality
 from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
+from memory.infrastructure.policy.indexes import ensure_hnsw_index, has_hnsw_index
 from memory.infrastructure.policy.model_admin import PolicyModelAdmin
 from memory.infrastructure.policy.projector import PolicyProjector
 from memory.infrastructure.postgres.database import Database
@@ -35,15 +36,17 @@ def reembed(
     *,
     rebuild: bool = False,
     on_progress: ProgressCallback | None = None,
-    projector_factory: Callable[[], PolicyProjector] | None = None,
 ) -> ReembedReport:
     """Bring `model`'s rows up to date with the log. With `rebuild`, its rows and position
     are deleted first and the whole log is replayed (the references come out identical).
     Raises `ProjectionBusy` if the model's projector runs elsewhere, `ProjectorFailed` if
-    processing stops (run again to resume)."""
+    processing stops (run again to resume). A model without rows yet is indexed after the
+    replay (one bulk build), not row by row."""
     FixedDimensionality.check_model(model.identity)
     removed = PolicyModelAdmin(database).reset(model.identity.id) if rebuild else 0
-    projector = projector_factory() if projector_factory else PolicyProjector(database, model, log)
+    with database.connection() as conn:
+        index_exists = has_hnsw_index(conn, model.identity.id)
+    projector = PolicyProjector(database, model, log, index_first=index_exists)
     projector.start()
     try:
         started_at = projector.position()
@@ -54,6 +57,11 @@ def reembed(
                 on_progress(position, head)
 
         projector.catch_up(head, report)
+        if not index_exists:
+            # Built once over all rows, under the model's lease: much faster than growing
+            # the graph row by row during the replay.
+            with database.connection() as conn:
+                ensure_hnsw_index(conn, model.identity.id)
         return ReembedReport(
             model=model.identity.id,
             started_at=started_at,
