@@ -182,12 +182,19 @@ class PostgresPolicyReadModel:
             )
         timeout_ms = max(MIN_STATEMENT_TIMEOUT_MS, math.ceil(timeout * 1000))
         try:
+            configured = {"statement_timeout": f"{timeout_ms}ms", **settings}
             with self._database.connection() as conn:
+                # One round trip for all transaction-local settings.
                 conn.execute(
-                    "SELECT set_config('statement_timeout', %s, true)", (f"{timeout_ms}ms",)
+                    sql.SQL("SELECT {}").format(
+                        sql.SQL(", ").join(
+                            sql.SQL("set_config({}, {}, true)").format(
+                                sql.Literal(name), sql.Literal(value)
+                            )
+                            for name, value in configured.items()
+                        )
+                    )
                 )
-                for name, value in settings.items():
-                    conn.execute("SELECT set_config(%s, %s, true)", (name, value))
                 rows: list[dict[str, Any]] = conn.execute(statement, params).fetchall()
                 return rows
         except psycopg.errors.QueryCanceled as exc:
