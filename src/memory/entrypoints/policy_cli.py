@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from memory.domain.policy.dimensionality import DimensionalityMismatch
-from memory.infrastructure.embedding.spec import InvalidModelSpec, ModelSpec
+from memory.infrastructure.embedding.spec import InvalidModelSpec
 from memory.infrastructure.settings import Settings
 
 
@@ -67,11 +67,19 @@ def _database(settings: Settings) -> Iterator[Any]:
             database.close()
 
 
-def _model_id(text: str) -> str:
+def _model_id(settings: Settings, text: str) -> str:
+    """The identity a spec's vectors are stored under (canonical, as the adapter computes
+    it: `ollama:bge-m3@1024` is `ollama:bge-m3`). Building a remote adapter contacts no
+    server. Text that is no spec is taken as a stored id as it is."""
+    from memory.infrastructure.embedding.factory import ModelRegistry
+
+    registry = ModelRegistry(settings)
     try:
-        return str(ModelSpec.parse(text))
+        return registry.get(text).identity.id
     except InvalidModelSpec:
         return text
+    finally:
+        registry.close()
 
 
 def _reembed(args: argparse.Namespace) -> int:
@@ -125,8 +133,8 @@ def _drop_model(args: argparse.Namespace) -> int:
     from memory.infrastructure.policy.model_admin import PolicyModelAdmin
 
     settings: Settings = args.settings
-    model_id = _model_id(args.model)
-    if model_id == _model_id(settings.policy_model):
+    model_id = _model_id(settings, args.model)
+    if model_id == _model_id(settings, settings.policy_model):
         print(
             f"memory: {model_id} is the active policy model (MEMORY_POLICY_MODEL); "
             "switch to another model before dropping this one",
@@ -155,7 +163,7 @@ def _status(args: argparse.Namespace) -> int:
     from memory.infrastructure.policy.projector import read_tracking_position
 
     settings: Settings = args.settings
-    active = _model_id(settings.policy_model)
+    active = _model_id(settings, settings.policy_model)
     with _database(settings) as database:
         log = EventSourcedPolicyLog.connect(database.url)
         datastore = view_datastore(database.url)

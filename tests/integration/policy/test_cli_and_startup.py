@@ -105,3 +105,13 @@ def test_start_up_creates_the_event_store_and_read_model(
         }
     finally:
         services.close()
+
+
+def test_drop_model_compares_canonical_model_ids(
+    cli_env: Callable[..., int],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("MEMORY_POLICY_MODEL", "ollama:embeddinggemma@384")
+    assert cli_env("policies", "drop-model", "ollama:embeddinggemma:latest@384") == 2
+    assert "ollama:embeddinggemma@384 is the active policy model" in capsys.readouterr().err
