@@ -141,7 +141,8 @@ class Report:
             "|---|---:|---:|---:|---|---:|---|",
         ]
         for r in self.rows:
-            ratio = f"{r.p50 / base:.2f}x" if base and r.unit == "ms" else ""
+            compared = r.case.startswith(("search", "estimate"))
+            ratio = f"{r.p50 / base:.2f}x" if base and compared else ""
             lines.append(
                 f"| {r.case} | {r.p50:.2f} | {_fmt(r.p95)} | {_fmt(r.p99)} | {r.unit} "
                 f"| {ratio} | {r.note} |"
@@ -293,28 +294,40 @@ def create_database(admin_url: str, name: str) -> str:
 # --- measurements --------------------------------------------------------------------------
 
 
+@dataclass
+class SearchRun:
+    latencies: list[float] = field(default_factory=list)  # client-side, ms
+    embed_ms: list[float] = field(default_factory=list)  # server-side, from Server-Timing
+    shares: list[float] = field(default_factory=list)  # embed / (embed + db)
+    refs: list[list[str]] = field(default_factory=list)
+
+
 def timed_searches(
     client: httpx.Client, queries: Sequence[str], label: str, **body: Any
-) -> tuple[list[float], list[float], list[list[str]]]:
-    """Sequential searches; returns client latencies (ms), server embed shares, result refs."""
+) -> SearchRun:
+    """Sequential searches after a warm-up."""
     for query in queries[:WARMUP_QUERIES]:
         client.post("/v1/policies/search", json={"query": query, **body}).raise_for_status()
-    latencies, shares, refs = [], [], []
-    for query in tqdm(queries, desc=label, unit="query", file=sys.stderr, leave=False):
+    run = SearchRun()
+    for query in tqdm(
+        queries[WARMUP_QUERIES:], desc=label, unit="query", file=sys.stderr, leave=False
+    ):
         started = time.perf_counter()
         response = client.post("/v1/policies/search", json={"query": query, **body})
-        latencies.append((time.perf_counter() - started) * 1000)
+        run.latencies.append((time.perf_counter() - started) * 1000)
         response.raise_for_status()
         timing = dict(
             part.strip().split(";dur=") for part in response.headers["server-timing"].split(",")
         )
         embed, db = float(timing["embed"]), float(timing["db"])
-        shares.append(embed / (embed + db) if embed + db else 0.0)
-        refs.append([r["embedding_ref"] for r in response.json()["results"]])
-    return latencies, shares, refs
+        run.embed_ms.append(embed)
+        run.shares.append(embed / (embed + db) if embed + db else 0.0)
+        run.refs.append([r["embedding_ref"] for r in response.json()["results"]])
+    return run
 
 
-def search_row(case: str, latencies: list[float], note: str = "") -> Row:
+def search_row(case: str, run: SearchRun | list[float], note: str = "") -> Row:
+    latencies = run.latencies if isinstance(run, SearchRun) else run
     return Row(
         case,
         "ms",
@@ -333,7 +346,9 @@ def recall(approximate: list[list[str]], exact: list[list[str]]) -> float:
     return hits / total if total else 1.0
 
 
-def store_throughput(base: str, count: int, workers: int, prefix: str, seed: int) -> Row:
+def store_throughput(
+    base: str, count: int, workers: int, prefix: str, seed: int, model: str = "hash:384"
+) -> Row:
     rng = random.Random(seed)
     bodies = [
         {"policy_id": p.policy_id, "content": p.content, "metadata": p.metadata}
@@ -367,7 +382,7 @@ def store_throughput(base: str, count: int, workers: int, prefix: str, seed: int
                 )
     elapsed = time.perf_counter() - started
     return Row(
-        f"store over HTTP, {workers} client{'s' if workers > 1 else ''} (latency)",
+        f"store over HTTP, {model}, {workers} client{'s' if workers > 1 else ''} (latency)",
         "ms",
         statistics.median(latencies),
         percentile(latencies, 95),
@@ -452,27 +467,25 @@ def run_in_process(args: argparse.Namespace) -> str:
                 httpx.Client(base_url=hnsw, timeout=30) as h,
                 httpx.Client(base_url=exact, timeout=30) as e,
             ):
-                baseline, _, hnsw_refs = timed_searches(h, queries, "hnsw", **common)
+                hnsw_run = timed_searches(h, queries, "hnsw", **common)
+                baseline = hnsw_run.latencies
                 report.add(search_row("search, HNSW, no filter (baseline)", baseline))
-                lat, _, _ = timed_searches(
-                    h, queries, "hnsw+source", filter=source_filter, **common
-                )
+                lat = timed_searches(h, queries, "hnsw+source", filter=source_filter, **common)
                 report.add(search_row("search, HNSW, filter source (10% of rows)", lat))
-                lat, _, _ = timed_searches(
+                lat = timed_searches(
                     h, queries, "hnsw+source+tags", filter=combined_filter, **common
                 )
                 report.add(search_row("search, HNSW, filter source + tags any-of (~2%)", lat))
-                lat, _, exact_refs = timed_searches(e, queries, "exact", **common)
+                exact_run = timed_searches(e, queries, "exact", **common)
                 report.add(
                     search_row(
                         "search, exact scan, no filter",
-                        lat,
-                        f"HNSW recall@{RECALL_K} vs exact: {recall(hnsw_refs, exact_refs):.3f}",
+                        exact_run.latencies,
+                        f"HNSW recall@{RECALL_K} vs exact: "
+                        f"{recall(hnsw_run.refs, exact_run.refs):.3f}",
                     )
                 )
-                lat, _, _ = timed_searches(
-                    e, queries, "exact+source", filter=source_filter, **common
-                )
+                lat = timed_searches(e, queries, "exact+source", filter=source_filter, **common)
                 report.add(search_row("search, exact scan, filter source", lat))
             report.add(store_throughput(hnsw, args.store_sample, 1, "http1-", 2))
             report.add(store_throughput(hnsw, args.store_sample, 8, "http8-", 3))
@@ -493,16 +506,29 @@ def run_in_process(args: argparse.Namespace) -> str:
                 )
                 wait_caught_up(local, "local projector catch-up")
                 with httpx.Client(base_url=local, timeout=30) as client:
-                    lat, shares, _ = timed_searches(client, queries, "local", **common)
+                    local_run = timed_searches(client, queries, "local", **common)
+                embed_p50 = statistics.median(local_run.embed_ms)
                 report.add(
                     search_row(
                         f"search, HNSW, local model, {args.local_policies} rows",
-                        lat,
-                        f"query embedding = {statistics.median(shares) * 100:.0f}% of server "
-                        "time (median)",
+                        local_run.latencies,
+                        f"query embedding = {statistics.median(local_run.shares) * 100:.0f}% of "
+                        f"server time (median); embedding p50 {embed_p50:.1f} ms",
                     )
                 )
-                report.add(store_throughput(local, min(args.store_sample, 100), 1, "lhttp-", 6))
+                report.add(
+                    Row(
+                        f"estimate: local-model search at {args.policies} rows",
+                        "ms",
+                        statistics.median(baseline) + embed_p50,
+                        note="HNSW baseline p50 at this size + local query-embedding p50",
+                    )
+                )
+                report.add(
+                    store_throughput(
+                        local, min(args.store_sample, 100), 1, "lhttp-", 6, model=LOCAL_MODEL
+                    )
+                )
     finally:
         cluster.stop()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -517,15 +543,15 @@ def run_against(args: argparse.Namespace) -> str:
     common = {"similarity_threshold": SEARCH_THRESHOLD, "limit": SEARCH_LIMIT}
     report.add(store_throughput(args.base_url, args.policies, 8, f"bench{args.seed}-", 1))
     with httpx.Client(base_url=args.base_url, timeout=30) as client:
-        lat, shares, _ = timed_searches(client, queries, "search", **common)
+        run = timed_searches(client, queries, "search", **common)
         report.add(
             search_row(
                 "search, no filter (baseline)",
-                lat,
-                f"query embedding = {statistics.median(shares) * 100:.0f}% of server time",
+                run.latencies,
+                f"query embedding = {statistics.median(run.shares) * 100:.0f}% of server time",
             )
         )
-        lat, _, _ = timed_searches(
+        lat = timed_searches(
             client, queries, "search+source", filter={"source": SOURCES[3]}, **common
         )
         report.add(search_row("search, filter source", lat))
