@@ -245,6 +245,13 @@ async def test_conflict_and_not_found(policy_app: Any) -> None:
             "similarity_threshold",
         ),
         ("POST", "/v1/policies/search", {"query": "q", "limit": 201}, "limit"),
+        ("POST", "/v1/policies/search", {"query": "q", "limit": 5.5}, "limit"),
+        (
+            "POST",
+            "/v1/policies/search",
+            {"query": "q", "similarity_threshold": True},
+            "similarity_threshold",
+        ),
         ("POST", "/v1/policies/search", {"query": "q", "limit": 0}, "limit"),
         (
             "POST",
@@ -337,3 +344,13 @@ async def test_health_and_metrics_report_the_policy_context(policy_app: Any) -> 
         assert 'memory_policy_searches_total{outcome="ok"}' in metrics
         assert "memory_policy_search_seconds_bucket" in metrics
         assert "memory_policy_projector_lag_events" in metrics
+
+
+async def test_a_policy_may_be_called_search(policy_app: Any) -> None:
+    async with policy_app() as client:
+        stored = await client.post("/v1/policies", json={"policy_id": "search", "content": "a"})
+        assert stored.status_code == 201
+        updated = await client.put("/v1/policies/search", json={"content": "b"})
+        assert (updated.status_code, updated.json()["version"]) == (200, 2)
+        versions = await client.get("/v1/policies/search/versions")
+        assert len(versions.json()["versions"]) == 2
