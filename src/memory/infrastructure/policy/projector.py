@@ -66,6 +66,8 @@ class PolicyProjector:
         self._view: PostgresPolicyEmbeddingsView | None = None
         self._projection: PolicyEmbeddingsProjection | None = None
         self._runner: BaseProjectionRunner[PolicyApplication] | None = None
+        # The position this projector started from (None: from the beginning of the log).
+        self.started_at: int | None = None
 
     @property
     def model_id(self) -> str:
@@ -104,6 +106,8 @@ class PolicyProjector:
             )
             self._view = view
             view.create_table()
+            # Read before the runner's thread starts, which may process events at once.
+            self.started_at = view.max_tracking_id(PolicyApplication.name)
             self._projection = PolicyEmbeddingsProjection(view, self.model, self._outlook)
             runner: BaseProjectionRunner[PolicyApplication] = BaseProjectionRunner(
                 projection=self._projection,

@@ -49,7 +49,7 @@ def reembed(
     projector = PolicyProjector(database, model, log, index_first=index_exists)
     projector.start()
     try:
-        started_at = projector.position()
+        started_at = projector.started_at
         head = log.head()
 
         def report(position: int | None) -> None:
