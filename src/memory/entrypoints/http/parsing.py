@@ -28,6 +28,9 @@ async def parse_body(request: Request, model: type[M]) -> M:
         data: Any = json.loads(raw) if raw else None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RequestInvalid([{"field": "body", "reason": f"not valid JSON: {exc}"}]) from exc
+    except RecursionError as exc:
+        # json.loads recurses once per nesting level; thousands of `[` exhaust the stack.
+        raise RequestInvalid([{"field": "body", "reason": "JSON nested too deeply"}]) from exc
     if not isinstance(data, dict):
         raise RequestInvalid([{"field": "body", "reason": "must be a JSON object"}])
     try:
