@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory.application.embedding import ModelMisconfigured, ModelStatus
-from memory.domain.embedding import EmbeddingVector, ModelIdentity
+from memory.domain.embedding import EmbeddingVector
 from memory.infrastructure.embedding.batching import in_batches
 from memory.infrastructure.embedding.model_server import ModelServer
+from memory.infrastructure.embedding.remote_adapter import RemoteEmbeddingAdapter
 from memory.infrastructure.embedding.remote_model import OLLAMA_DEFAULT_TAG, RemoteModel
 
 EMBED_PATH = "/api/embed"
@@ -23,7 +24,7 @@ EMBED_PATH = "/api/embed"
 PROBE_PATH = "/api/tags"
 
 
-class OllamaEmbeddingModel:
+class OllamaEmbeddingModel(RemoteEmbeddingAdapter):
     """An embedding model served by Ollama. `keep_alive` (e.g. `"30m"`, `"-1"`) is passed
     through so the server keeps the model loaded between sparse queries."""
 
@@ -35,23 +36,8 @@ class OllamaEmbeddingModel:
         max_batch: int,
         keep_alive: str | None = None,
     ) -> None:
-        if max_batch < 1:
-            raise ValueError("max_batch must be at least 1")
-        self._model = model
-        self._server = server
-        self._max_batch = max_batch
+        super().__init__(model, server, max_batch=max_batch)
         self._keep_alive = keep_alive
-
-    @property
-    def identity(self) -> ModelIdentity:
-        return self._model.identity
-
-    @property
-    def max_input_tokens(self) -> int:
-        return self._model.max_input_tokens
-
-    def count_tokens(self, text: str) -> int:
-        return self._model.count_tokens(text)
 
     def embed_documents(self, texts: Sequence[str]) -> list[EmbeddingVector]:
         prompt = self._model.document_prompt
@@ -82,9 +68,6 @@ class OllamaEmbeddingModel:
                 f"{self._server.base_url} is up but has not pulled {self._model.name}",
             )
         return ModelStatus(identity.id, identity.dimensions, True, self._server.base_url)
-
-    def close(self) -> None:
-        self._server.close()
 
     def _embed(self, inputs: list[str]) -> list[EmbeddingVector]:
         payload: dict[str, Any] = {"model": self._model.name, "input": inputs, "truncate": True}

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory.application.embedding import ModelMisconfigured, ModelStatus
-from memory.domain.embedding import EmbeddingVector, ModelIdentity
+from memory.domain.embedding import EmbeddingVector
 from memory.infrastructure.embedding.batching import in_batches
 from memory.infrastructure.embedding.model_server import ModelServer
+from memory.infrastructure.embedding.remote_adapter import RemoteEmbeddingAdapter
 from memory.infrastructure.embedding.remote_model import RemoteModel
 
 EMBED_PATH = "embeddings"
@@ -26,7 +27,7 @@ QUERY_INPUT_TYPE = "query"
 DOCUMENT_INPUT_TYPE = "passage"
 
 
-class OpenAICompatibleEmbeddingModel:
+class OpenAICompatibleEmbeddingModel(RemoteEmbeddingAdapter):
     """An embedding model behind an OpenAI-compatible server; the base URL includes `/v1`."""
 
     def __init__(
@@ -37,23 +38,8 @@ class OpenAICompatibleEmbeddingModel:
         max_batch: int,
         server_adds_prompts: bool = False,
     ) -> None:
-        if max_batch < 1:
-            raise ValueError("max_batch must be at least 1")
-        self._model = model
-        self._server = server
-        self._max_batch = max_batch
+        super().__init__(model, server, max_batch=max_batch)
         self._server_adds_prompts = server_adds_prompts
-
-    @property
-    def identity(self) -> ModelIdentity:
-        return self._model.identity
-
-    @property
-    def max_input_tokens(self) -> int:
-        return self._model.max_input_tokens
-
-    def count_tokens(self, text: str) -> int:
-        return self._model.count_tokens(text)
 
     def embed_documents(self, texts: Sequence[str]) -> list[EmbeddingVector]:
         vectors: list[EmbeddingVector] = []
@@ -71,9 +57,6 @@ class OpenAICompatibleEmbeddingModel:
         except Exception as exc:  # a probe reports, it never raises
             return ModelStatus(identity.id, identity.dimensions, False, str(exc))
         return ModelStatus(identity.id, identity.dimensions, True, self._server.base_url)
-
-    def close(self) -> None:
-        self._server.close()
 
     def _embed(self, texts: Sequence[str], prompt: str, input_type: str) -> list[EmbeddingVector]:
         payload: dict[str, Any] = {"model": self._model.name, "encoding_format": "float"}
