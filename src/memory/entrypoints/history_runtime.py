@@ -90,6 +90,7 @@ class HistoryRuntime:
             embedder=self.embedder,
             model_id=self.model_id,
             full_text_pool=self._full_text_pool,
+            similarity_floor=settings.history_similarity_floor,
         )
         self.sweeper = Sweeper(
             events=self.events,

@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     # How long `POST /v1/sweep` and `memory sweep` wait for a partition another sweeper holds.
     sweep_lock_timeout: float = Field(default=60.0, gt=0)
     history_query_embed_timeout: float = Field(default=1.0, gt=0)
+    # Semantic history hits less similar than this are dropped; unset = no floor, the nearest
+    # windows fill the page (docs/adr/0033). Scores are per model: e5 crowds into 0.7-1.0.
+    history_similarity_floor: float | None = Field(default=None, ge=0.0, le=1.0)
     purge_interval: float = Field(default=3600.0, gt=0)
     default_retention_days: int = Field(default=30, ge=1)
 

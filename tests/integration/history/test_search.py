@@ -49,6 +49,23 @@ def test_full_text_first_then_each_matched_window_with_its_messages(make_runtime
     assert len({h.event_id for h in result.hits}) == len(result.hits)
 
 
+def test_a_similarity_floor_drops_the_less_similar_windows(make_runtime, kit) -> None:
+    query = HistoryQuery("reset link inbox", limit=20)
+    open_result = seeded(make_runtime, kit).search_history("acme", query)
+    windows = {h.window_id: h.similarity for h in open_result.hits if h.window_id is not None}
+    assert len(windows) >= 2  # without a floor the nearest windows fill the page
+    best = max(s for s in windows.values() if s is not None)
+
+    floored = make_runtime(history_similarity_floor=best).search_history("acme", query)
+    semantic = [h for h in floored.hits if h.matched_by is MatchedBy.SEMANTIC]
+    assert semantic and all(h.similarity is not None and h.similarity >= best for h in semantic)
+    assert len({h.window_id for h in semantic}) < len(windows)
+    # Full-text hits never depend on the floor.
+    assert [h for h in floored.hits if h.matched_by is MatchedBy.FTS] == [
+        h for h in open_result.hits if h.matched_by is MatchedBy.FTS
+    ]
+
+
 def test_results_are_capped_at_the_limit(make_runtime, kit) -> None:
     runtime = seeded(make_runtime, kit)
     result = runtime.search_history("acme", HistoryQuery("reset", limit=3))

@@ -36,6 +36,7 @@ class SearchHistory:
         embedder: QueryEmbedder,
         model_id: str,
         full_text_pool: concurrent.futures.Executor,
+        similarity_floor: float | None = None,
     ) -> None:
         self._events = events
         self._windows = windows
@@ -43,6 +44,7 @@ class SearchHistory:
         self._embedder = embedder
         self._model_id = model_id
         self._full_text_pool = full_text_pool
+        self._similarity_floor = similarity_floor
 
     def __call__(self, org_id: str, query: HistoryQuery) -> HistorySearchResult:
         merge = HybridMerge(query.limit)
@@ -57,6 +59,9 @@ class SearchHistory:
             return HistorySearchResult(merge.merge(fts, []), SemanticState.DEGRADED, self._model_id)
         # Each window contributes several messages, so `limit` windows always suffice.
         matches = self._windows.nearest(org_id, self._model_id, vector, query, k=query.limit)
+        if self._similarity_floor is not None:
+            floor = self._similarity_floor
+            matches = [m for m in matches if m.similarity >= floor]
         semantic = self._window_messages(org_id, matches, query)
         fts = full_text.result()
         return HistorySearchResult(merge.merge(fts, semantic), SemanticState.ON, self._model_id)
