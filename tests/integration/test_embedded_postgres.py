@@ -37,6 +37,7 @@ def test_restart_keeps_data_and_second_process_attaches(cluster_home: Path) -> N
     again = EmbeddedPostgres(cluster_home / "home", durable=False)
     with again, psycopg.connect(again.url) as conn:
         assert conn.execute("SELECT x FROM kept").fetchone() == (42,)
+    assert not again.paths.socket_dir.exists(), "stop removes the socket directory"
 
 
 def test_migrations_apply_once(database_url: str) -> None:

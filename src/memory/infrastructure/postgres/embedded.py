@@ -142,6 +142,10 @@ class EmbeddedPostgres:
             check=False,
         )
         self._owned = False
+        # The server removes its socket and lock file; the empty directory is ours to remove.
+        # A directory that is not empty (a server still running) is left alone.
+        with contextlib.suppress(OSError):
+            self.paths.socket_dir.rmdir()
 
     def __enter__(self) -> EmbeddedPostgres:
         self.start()
