@@ -36,10 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 from pgvector import HalfVector
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from tqdm import tqdm
 
 from memory.application.embedding import EmbeddingModel, ModelStatus
@@ -53,7 +50,7 @@ from memory.entrypoints.history_runtime import HistoryRuntime
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 from memory.infrastructure.embedding.local_e5 import LocalE5Model
 from memory.infrastructure.postgres.database import Database
-from memory.infrastructure.postgres.embedded import EmbeddedPostgres, free_port
+from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
 from memory.infrastructure.settings import Settings
 
 SERVER_START_SECONDS = 120
@@ -149,16 +146,7 @@ def cluster() -> Iterator[str]:
     home.chmod(0o755)
     pg = EmbeddedPostgres(home, durable=False)
     try:
-        admin = pg.start()
-        name = "history_bench"
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        params = conninfo_to_dict(admin)
-        params["dbname"] = name
-        url = make_conninfo("", **params)
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        yield url
+        yield create_database(pg.start(), "history_bench")
     finally:
         pg.stop()
         shutil.rmtree(home, ignore_errors=True)

@@ -40,9 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from tqdm import tqdm
 
 from memory.application.policy.commands import NewPolicy, PolicyCommands
@@ -51,7 +48,7 @@ from memory.infrastructure.embedding.local_e5 import LocalE5Model
 from memory.infrastructure.policy import reembed as reembed_module
 from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 from memory.infrastructure.postgres.database import Database
-from memory.infrastructure.postgres.embedded import EmbeddedPostgres, free_port
+from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
 
 LOCAL_MODEL = "local:multilingual-e5-small"
 SOURCES = [f"source-{i}" for i in range(10)]
@@ -276,14 +273,8 @@ def replay(database_url: str) -> tuple[float, float]:
     return time.perf_counter() - started - index_seconds, index_seconds
 
 
-def create_database(admin_url: str, name: str) -> str:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    params = conninfo_to_dict(admin_url)
-    params["dbname"] = name
-    url = make_conninfo("", **params)
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+def create_migrated_database(admin_url: str, name: str) -> str:
+    url = create_database(admin_url, name)
     migrated = Database(url, min_size=1, max_size=2)
     migrated.open()
     migrated.migrate()
@@ -434,7 +425,7 @@ def run_in_process(args: argparse.Namespace) -> str:
     cluster = EmbeddedPostgres(workdir / "home", durable=not args.no_fsync)
     try:
         admin_url = cluster.start()
-        url = create_database(admin_url, "bench_hash")
+        url = create_migrated_database(admin_url, "bench_hash")
         rng = random.Random(args.seed)
         queries = [query_text(rng) for _ in range(args.queries + WARMUP_QUERIES)]
         source_filter = {"source": SOURCES[3]}
@@ -492,7 +483,7 @@ def run_in_process(args: argparse.Namespace) -> str:
             report.add(store_to_searchable_lag(hnsw, url, args.lag_sample, 4))
 
         if args.local_policies:
-            local_url = create_database(admin_url, "bench_local")
+            local_url = create_migrated_database(admin_url, "bench_local")
             with serve(local_url, workdir, "local", policy_model=LOCAL_MODEL) as local:
                 model = LocalE5Model()
                 seconds = bulk_load(local_url, model, args.local_policies, 32, 5)

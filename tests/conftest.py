@@ -15,10 +15,13 @@ import httpx
 import psycopg
 import pytest
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from starlette.applications import Starlette
 
-from memory.infrastructure.postgres.embedded import EmbeddedPostgres
+from memory.infrastructure.postgres.embedded import (
+    EmbeddedPostgres,
+    create_database,
+    with_database,
+)
 from memory.infrastructure.settings import Settings
 
 TEMPLATE_DB = "memory_test_template"
@@ -46,21 +49,12 @@ def pg_admin_url() -> Iterator[str]:
     home = _server_reachable_dir()
     cluster = EmbeddedPostgres(home, durable=False)
     url = cluster.start()
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE_DB)))
-    with psycopg.connect(_with_db(url, TEMPLATE_DB), autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    create_database(url, TEMPLATE_DB)
     try:
         yield url
     finally:
         cluster.stop()
         shutil.rmtree(home, ignore_errors=True)
-
-
-def _with_db(url: str, dbname: str) -> str:
-    params = conninfo_to_dict(url)
-    params["dbname"] = dbname
-    return make_conninfo("", **params)
 
 
 @pytest.fixture
@@ -74,7 +68,7 @@ def database_url(pg_admin_url: str) -> Iterator[str]:
             )
         )
     try:
-        yield _with_db(pg_admin_url, name)
+        yield with_database(pg_admin_url, name)
     finally:
         with psycopg.connect(pg_admin_url, autocommit=True) as conn:
             conn.execute(

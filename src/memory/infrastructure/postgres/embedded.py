@@ -27,7 +27,7 @@ from pathlib import Path
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 log = logging.getLogger(__name__)
 
@@ -334,6 +334,24 @@ class EmbeddedPostgres:
                 f"{' '.join(argv)} failed ({result.returncode}): {result.stderr.strip()}"
             )
         return result
+
+
+def with_database(url: str, dbname: str) -> str:
+    """`url` pointing at another database of the same server."""
+    params = conninfo_to_dict(url)
+    params["dbname"] = dbname
+    return make_conninfo("", **params)
+
+
+def create_database(admin_url: str, name: str) -> str:
+    """Create database `name` with the `vector` extension on the server `admin_url` reaches;
+    return its URL. For tests and benchmarks."""
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = with_database(admin_url, name)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    return url
 
 
 @contextlib.contextmanager
