@@ -46,6 +46,15 @@ class ModelStatus:
     available: bool
     detail: str = ""
 
+    def as_health(self) -> dict[str, object]:
+        """The model's entry in a context's /healthz body."""
+        return {
+            "id": self.model,
+            "dimensions": self.dimensions,
+            "available": self.available,
+            "detail": self.detail,
+        }
+
 
 class EmbeddingModel(Protocol):
     """An embedding model. Every vector it returns has `identity.dimensions` components

@@ -243,14 +243,8 @@ class HistoryRuntime:
             pass
 
     def health(self) -> dict[str, Any]:
-        status = self.model.status()
         return {
-            "model": {
-                "id": status.model,
-                "dimensions": status.dimensions,
-                "available": status.available,
-                "detail": status.detail,
-            },
+            "model": self.model.status().as_health(),
             "sweep": {"last_run": self.last_sweep},
             "purge": {"last_run": self.last_purge},
         }

@@ -115,12 +115,7 @@ class PolicyRuntime:
         status = self.model.status()
         position, head = self._positions_now()
         return {
-            "model": {
-                "id": status.model,
-                "dimensions": status.dimensions,
-                "available": status.available,
-                "detail": status.detail,
-            },
+            "model": status.as_health(),
             "projector": {
                 "running_here": self.projector is not None,
                 "position": position,
