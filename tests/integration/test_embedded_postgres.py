@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import psycopg
@@ -49,3 +50,19 @@ def test_migrations_apply_once(database_url: str) -> None:
         assert db.migrate() == []
     finally:
         db.close()
+
+
+def test_cluster_whose_recorded_owner_is_gone_is_adopted_and_stopped(cluster_home: Path) -> None:
+    first = EmbeddedPostgres(cluster_home / "home", durable=False)
+    first.start()
+    try:
+        # The pid is live (this process) but its start time is not: a reused pid.
+        first.paths.owner_file.write_text(f"{os.getpid()} 1\n")
+        adopter = EmbeddedPostgres(cluster_home / "home", durable=False)
+        assert adopter.start() == first.url
+        assert adopter.owned
+        adopter.stop()
+        assert not adopter.running()
+        assert not first.paths.owner_file.exists()
+    finally:
+        first.stop()

@@ -5,12 +5,18 @@ under the home, it listens on 127.0.0.1 at a free port and on a socket in a shor
 directory, it has the `vector` extension, and it is stopped when the service exits. Several
 homes run side by side because nothing is shared between them but the binaries.
 
+One process owns a running cluster (its pid is recorded in the home); only the owner stops
+it. A process that finds the cluster running attaches to it, and adopts it if the recorded
+owner is gone (killed with -9), so a kill and a restart never leave a cluster without owner
+(docs/adr/0048).
+
 `initdb` refuses to run as root, so as root the cluster runs as an unprivileged user.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import logging
 import os
@@ -50,6 +56,10 @@ class ClusterPaths:
     socket_dir: Path
     log_file: Path
     password_file: Path
+    # Which process owns the running server: "<pid> <process start time>".
+    owner_file: Path
+    # Held (flock) while a process decides to start, attach to or adopt the server.
+    lock_file: Path
 
     @classmethod
     def for_home(cls, home: Path, server_dir: Path | None = None) -> ClusterPaths:
@@ -65,6 +75,8 @@ class ClusterPaths:
             socket_dir=SOCKET_ROOT / f"memory-pg-{digest}",
             log_file=base / "postgres.log",
             password_file=home / "postgres" / "password",
+            owner_file=home / "postgres" / "owner",
+            lock_file=home / "postgres" / "lock",
         )
 
 
@@ -87,6 +99,27 @@ def find_postgres_bindir() -> Path:
     )
 
 
+def process_identity(pid: int) -> str | None:
+    """`"<pid> <start time>"` of a live process, None if there is none with that pid. The start
+    time (clock ticks since boot, /proc/<pid>/stat field 22) tells a reused pid from the
+    process that recorded it; without /proc the pid alone is used."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        return str(pid)
+    # The command name (field 2) is in parentheses and may contain spaces.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return f"{pid} {fields[19]}"
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -97,17 +130,31 @@ class EmbeddedPostgres:
     """Create-if-missing, start, and stop one private cluster.
 
     `start()` attaches to a cluster that is already running for the same home (a second
-    process on the same home) and then leaves it running on `stop()`: only the process that
-    started the server stops it.
+    process on the same home) and then leaves it running on `stop()`: only the owner, the
+    process that started the server, stops it. If the recorded owner is no longer alive, the
+    attaching process adopts the server and stops it in its turn.
+
+    `port` fixes the TCP port (and the socket's name) instead of picking a free one, so a
+    restarted server is found at the same URL.
     """
 
-    def __init__(self, home: Path, *, durable: bool = True) -> None:
+    def __init__(self, home: Path, *, durable: bool = True, port: int | None = None) -> None:
         self._durable = durable
         self._bindir = find_postgres_bindir()
         self._run_as = self._service_user()
         self.paths = ClusterPaths.for_home(home, self._server_dir_for(home))
         self._owned = False
+        self._fixed_port = port
         self._port: int | None = None
+
+    def running(self) -> bool:
+        """Whether a server runs on this home's data directory (`pg_ctl status`)."""
+        return self._running_port() is not None
+
+    @property
+    def owned(self) -> bool:
+        """True if this process started (or adopted) the server and will stop it."""
+        return self._owned
 
     # -- public -----------------------------------------------------------------------------
 
@@ -120,16 +167,27 @@ class EmbeddedPostgres:
     def start(self) -> str:
         """Start (or attach to) the cluster, ensure the database and extension; return its URL."""
         self._prepare_directories()
-        if not (self.paths.data / "PG_VERSION").exists():
-            self._initdb()
-        running_port = self._running_port()
-        if running_port is not None:
-            log.info("attaching to running embedded PostgreSQL on port %d", running_port)
-            self._port = running_port
-        else:
-            self._port = free_port()
-            self._pg_ctl_start(self._port)
-            self._owned = True
+        with self._decision_lock():
+            if not (self.paths.data / "PG_VERSION").exists():
+                self._initdb()
+            running_port = self._running_port()
+            if running_port is None:
+                self._port = self._fixed_port or free_port()
+                self._pg_ctl_start(self._port)
+                self._claim_ownership()
+            else:
+                self._port = running_port
+                owner = self._recorded_owner()
+                if owner is not None and self._owner_alive(owner):
+                    log.info("attaching to running embedded PostgreSQL on port %d", running_port)
+                else:
+                    log.warning(
+                        "adopting running embedded PostgreSQL on port %d: its owner (%s) is "
+                        "gone; this process stops it on exit",
+                        running_port,
+                        f"pid {owner.split()[0]}" if owner else "not recorded",
+                    )
+                    self._claim_ownership()
         self._ensure_database()
         return self.url
 
@@ -137,10 +195,21 @@ class EmbeddedPostgres:
         if not self._owned:
             return
         log.info("stopping embedded PostgreSQL (%s)", self.paths.data)
-        self._run(
-            [str(self._bindir / "pg_ctl"), "stop", "-D", str(self.paths.data), "-m", "fast", "-w"],
-            check=False,
-        )
+        with self._decision_lock():
+            self._run(
+                [
+                    str(self._bindir / "pg_ctl"),
+                    "stop",
+                    "-D",
+                    str(self.paths.data),
+                    "-m",
+                    "fast",
+                    "-w",
+                ],
+                check=False,
+            )
+            if self._recorded_owner() == process_identity(os.getpid()):
+                self.paths.owner_file.unlink(missing_ok=True)
         self._owned = False
         # The server removes its socket and lock file; the empty directory is ours to remove.
         # A directory that is not empty (a server still running) is left alone.
@@ -153,6 +222,38 @@ class EmbeddedPostgres:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    # -- ownership --------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _decision_lock(self) -> Iterator[None]:
+        """Serialise start/attach/adopt/stop between processes on this home, so two servers
+        restarting together neither both start the cluster nor both adopt it."""
+        with self.paths.lock_file.open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _recorded_owner(self) -> str | None:
+        try:
+            return self.paths.owner_file.read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
+    @staticmethod
+    def _owner_alive(owner: str) -> bool:
+        pid_text = owner.split()[0]
+        if not pid_text.isdigit():
+            return False
+        return process_identity(int(pid_text)) == owner
+
+    def _claim_ownership(self) -> None:
+        identity = process_identity(os.getpid())
+        assert identity is not None
+        self.paths.owner_file.write_text(identity + "\n")
+        self._owned = True
 
     # -- users and directories -------------------------------------------------------------
 
