@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -330,3 +331,118 @@ async def test_health_and_metrics_report_the_history_context(history_app, event)
         ):
             assert name in metrics
         assert 'memory_history_searches_total{semantic="on"}' in metrics
+
+
+@pytest.mark.parametrize("days", [True, False, "30", 30.0, None, [30]])
+async def test_retention_days_must_be_a_json_integer_and_a_refusal_changes_nothing(
+    history_app, event, days
+) -> None:
+    async with history_app() as client:
+        await ingest(client, "acme", [event("recent enough to survive", minutes_ago=600)])
+        refused = await client.put("/v1/orgs/acme/retention", json={"days": days})
+        assert refused.status_code == 422 and fields(refused) == ["days"]
+        assert (await client.get("/v1/orgs/acme/retention")).json()["default"] is True
+        assert (await client.post("/v1/purge")).json()["events_deleted"] == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/orgs/acme/feature-flags/digital_worker", {"enabled": 1}, "enabled"),
+        ("/v1/feature-flags/digital_worker_semantic_search", {"enabled": "true"}, "enabled"),
+    ],
+)
+async def test_flags_are_json_booleans_only(history_app, path: str, body, field: str) -> None:
+    async with history_app() as client:
+        refused = await client.put(path, json=body)
+        assert refused.status_code == 422 and fields(refused) == [field]
+
+
+async def test_ingest_and_sweep_bodies_are_strictly_typed(history_app, event) -> None:
+    async with history_app() as client:
+        url = "/v1/orgs/acme/chat-events"
+        for bad, field in (
+            ({**event("x"), "text": 5}, "events.0.text"),
+            (event("x", sender=True), "events.0.sender"),
+            (event("x", occurred_at=1_767_225_600), "events.0.occurred_at"),
+            (event("x", event_id=7), "events.0.event_id"),
+        ):
+            assert fields(await client.post(url, json={"events": [bad]})) == [field]
+        assert fields(await client.post("/v1/sweep", json={"org_id": 5})) == ["org_id"]
+        assert (await client.get("/v1/orgs/acme/sweep")).json()["partitions"] == []
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ("q=pass%00word", "q"),
+        ("q=x&channel_id=C%001", "channel_id"),
+        ("q=x&provider=%00", "provider"),
+        ("q=x&limit=%2B5", "limit"),
+        ("q=x&limit=5.0", "limit"),
+        ("q=x&limit=1_0", "limit"),
+    ],
+)
+async def test_search_query_text_is_checked_not_a_500(history_app, params: str, field) -> None:
+    async with history_app() as client:
+        response = await client.get(f"/v1/orgs/acme/history/search?{params}")
+        assert response.status_code == 422 and field in fields(response)
+
+
+@pytest.mark.parametrize(
+    ("events", "field", "reason"),
+    [
+        ([{"text": "lone \ud800 surrogate"}], "events.0.text", "lone surrogates"),
+        ([{}, {"sender": "x\udfff"}], "events.1.sender", "lone surrogates"),
+        ([{"channel_id": "C\x00"}], "events.0.channel_id", "NUL"),
+        ([{"text": "nul \x00 inside"}], "events.0.text", "NUL"),
+    ],
+)
+async def test_unsafe_text_in_a_body_is_422_naming_the_field(
+    history_app, event, events, field: str, reason: str
+) -> None:
+    async with history_app() as client:
+        body = {"events": [{**event("fine text"), **changes} for changes in events]}
+        response = await client.post(
+            "/v1/orgs/acme/chat-events",
+            content=json.dumps(body).encode(),  # ASCII-escaped, as a client would send it
+            headers={"content-type": "application/json"},
+        )
+        assert response.status_code == 422
+        (problem,) = response.json()["error"]["details"]["fields"]
+        assert problem["field"] == field and reason in problem["reason"]
+        assert (await client.get("/v1/orgs/acme/sweep")).json()["partitions"] == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/orgs/acme/chat-events"),
+        ("POST", "/v1/sweep"),
+        ("POST", "/v1/purge"),
+        ("PUT", "/v1/feature-flags/digital_worker_semantic_search"),
+        ("PUT", "/v1/orgs/acme/feature-flags/digital_worker"),
+        ("PUT", "/v1/orgs/acme/retention"),
+    ],
+)
+async def test_a_json_integer_of_5000_digits_is_422_naming_the_body(
+    history_app, method: str, path: str
+) -> None:
+    async with history_app() as client:
+        body = b'{"days": ' + b"9" * 5000 + b"}"
+        response = await client.request(
+            method, path, content=body, headers={"content-type": "application/json"}
+        )
+        assert response.status_code == 422 and fields(response) == ["body"]
+        assert "digits" in response.json()["error"]["details"]["fields"][0]["reason"]
+
+
+async def test_unsafe_path_segments_are_422_not_500(history_app) -> None:
+    async with history_app() as client:
+        for path, field in (
+            ("/v1/feature-flags/a%00b", "flag"),
+            ("/v1/orgs/acme/feature-flags/a%00b", "flag"),
+            ("/v1/orgs/a%00b/retention", "org_id"),
+        ):
+            response = await client.get(path)
+            assert response.status_code == 422 and fields(response) == [field]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -354,3 +355,75 @@ async def test_a_policy_may_be_called_search(policy_app: Any) -> None:
         assert (updated.status_code, updated.json()["version"]) == (200, 2)
         versions = await client.get("/v1/policies/search/versions")
         assert len(versions.json()["versions"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "field"),
+    [
+        ("POST", "/v1/policies", {**POLICY, "content": "text \ud800"}, "content"),
+        ("POST", "/v1/policies", {**POLICY, "policy_id": "\udfff"}, "policy_id"),
+        (
+            "POST",
+            "/v1/policies",
+            {**POLICY, "metadata": {"title": "t\ud800"}},
+            "metadata.title",
+        ),
+        ("POST", "/v1/policies", {**POLICY, "metadata": {"tags": ["\ud800"]}}, "metadata.tags.0"),
+        ("POST", "/v1/policies", {**POLICY, "metadata": {"\ud800": 1}}, "metadata.\\ud800"),
+        ("POST", "/v1/policies", {**POLICY, "metadata": {"note": "a\x00b"}}, "metadata.note"),
+        ("PUT", "/v1/policies/travel-eu", {"content": "x\ud800"}, "content"),
+        ("POST", "/v1/policies/search", {"query": "\ud800"}, "query"),
+        ("POST", "/v1/policies/search", {"query": "q", "cursor": "\ud800"}, "cursor"),
+        (
+            "POST",
+            "/v1/policies/search",
+            {"query": "q", "filter": {"source": "\ud800"}},
+            "filter.source",
+        ),
+        (
+            "POST",
+            "/v1/policies/search",
+            {"query": "q", "filter": {"metadata": {"k": "\ud800"}}},
+            "filter.metadata.k",
+        ),
+    ],
+)
+async def test_lone_surrogates_and_nul_are_422_naming_the_field(
+    policy_app: Any, method: str, path: str, body: Any, field: str, fake_model: Any
+) -> None:
+    async with policy_app() as client:
+        response = await client.request(
+            method,
+            path,
+            content=json.dumps(body).encode(),  # ASCII-escaped, as a client would send it
+            headers={"content-type": "application/json"},
+        )
+        assert fields_of(response) == {field}
+        assert fake_model.embedded == 0
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/policies"),
+        ("PUT", "/v1/policies/travel-eu"),
+        ("POST", "/v1/policies/search"),
+    ],
+)
+async def test_a_json_integer_of_5000_digits_is_422_naming_the_body(
+    policy_app: Any, method: str, path: str
+) -> None:
+    async with policy_app() as client:
+        body = b'{"query": "q", "limit": ' + b"1" * 5000 + b"}"
+        response = await client.request(
+            method, path, content=body, headers={"content-type": "application/json"}
+        )
+        assert fields_of(response) == {"body"}
+
+
+async def test_unsafe_path_segments_are_422_not_500(policy_app: Any) -> None:
+    async with policy_app() as client:
+        assert fields_of(await client.get("/v1/policies/a%00b/versions")) == {"policy_id"}
+        assert fields_of(await client.get("/v1/embeddings/a%00b")) == {"embedding_ref"}
+        put = await client.put("/v1/policies/a%00b", json={"content": "x"})
+        assert fields_of(put) == {"policy_id"}

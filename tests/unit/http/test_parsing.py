@@ -6,7 +6,14 @@ from pydantic import BaseModel
 from starlette.requests import Request
 
 from memory.entrypoints.http.errors import RequestInvalid
-from memory.entrypoints.http.parsing import parse_body
+from memory.entrypoints.http.parsing import (
+    Instant,
+    QueryInt,
+    QueryParams,
+    StrictBody,
+    parse_body,
+    validate,
+)
 
 
 class Body(BaseModel):
@@ -49,3 +56,96 @@ def test_field_errors_name_the_field() -> None:
         anyio.run(parse, b'{"name": 3}')
     assert caught.value.details["fields"][0]["field"] == "name"
     assert anyio.run(parse, b'{"name": "ok"}') == Body(name="ok")
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b'{"name": ' + b"7" * 4301 + b"}", "more than 4300 digits"),
+        (b'{"name": -' + b"7" * 4301 + b"}", "more than 4300 digits"),
+        (b'{"name": NaN}', "NaN is not a JSON number"),
+        (b'{"name": -Infinity}', "-Infinity is not a JSON number"),
+    ],
+)
+def test_numbers_python_cannot_read_are_422_naming_the_body(body: bytes, reason: str) -> None:
+    with pytest.raises(RequestInvalid) as caught:
+        anyio.run(parse, body)
+    (problem,) = caught.value.details["fields"]
+    assert problem["field"] == "body" and reason in problem["reason"]
+
+
+def test_an_integer_of_4300_digits_still_reaches_the_model() -> None:
+    with pytest.raises(RequestInvalid) as caught:
+        anyio.run(parse, b'{"name": ' + b"7" * 4300 + b"}")
+    assert caught.value.details["fields"][0]["field"] == "name"
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "reason"),
+    [
+        (b'{"name": "a\\u0000b"}', "name", "NUL"),
+        (b'{"name": "\\ud800"}', "name", "lone surrogates"),
+        (b'{"name": "ok", "x": [1, {"y": "\\udfff"}]}', "x.1.y", "lone surrogates"),
+        (b'{"name": "ok", "\\ud800": 1}', "\\ud800", "keys must not contain lone surrogates"),
+        (b'{"name": "ok", "a\\u0000": 1}', "a\\u0000", "keys must not contain NUL"),
+    ],
+)
+def test_unsafe_text_anywhere_is_refused_naming_the_field(
+    body: bytes, field: str, reason: str
+) -> None:
+    with pytest.raises(RequestInvalid) as caught:
+        anyio.run(parse, body)
+    (problem,) = caught.value.details["fields"]
+    assert problem["field"] == field and reason in problem["reason"]
+    # The answer itself must be encodable: no raw surrogate is echoed.
+    caught.value.message.encode("utf-8")
+
+
+def test_a_surrogate_pair_is_one_valid_character() -> None:
+    assert anyio.run(parse, b'{"name": "\\ud83d\\udca5"}') == Body(name="\U0001f4a5")
+
+
+class Typed(StrictBody):
+    days: int
+    ratio: float = 0.0
+    flag: bool = False
+    at: Instant | None = None
+
+
+class Query(QueryParams):
+    limit: QueryInt = 1
+    at: Instant | None = None
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"days": True}, "days"),
+        ({"days": "30"}, "days"),
+        ({"days": 30.0}, "days"),
+        ({"days": 1, "ratio": True}, "ratio"),
+        ({"days": 1, "ratio": "0.5"}, "ratio"),
+        ({"days": 1, "flag": 1}, "flag"),
+        ({"days": 1, "flag": "true"}, "flag"),
+        ({"days": 1, "at": 1_700_000_000}, "at"),
+        ({"days": 1, "at": "2026-01-01T00:00:00"}, "at"),
+        ({"days": 1, "extra": 1}, "extra"),
+    ],
+)
+def test_bodies_are_strict_json_types(data: dict[str, object], field: str) -> None:
+    with pytest.raises(RequestInvalid) as caught:
+        validate(Typed, data)
+    assert [f["field"] for f in caught.value.details["fields"]] == [field]
+
+
+def test_a_strict_body_takes_json_numbers_and_iso_strings() -> None:
+    typed = validate(Typed, {"days": 30, "ratio": 1, "flag": True, "at": "2026-01-01T00:00:00Z"})
+    assert (typed.days, typed.ratio, typed.flag, typed.at is not None) == (30, 1.0, True, True)
+
+
+@pytest.mark.parametrize("text", ["+5", "5.0", "1_0", " 5", "0x5", "five", ""])
+def test_query_integers_are_decimal_text_only(text: str) -> None:
+    with pytest.raises(RequestInvalid) as caught:
+        validate(Query, {"limit": text})
+    assert caught.value.details["fields"][0]["field"] == "limit"
+    assert validate(Query, {"limit": "-12"}).limit == -12

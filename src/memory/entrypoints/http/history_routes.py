@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -37,7 +37,15 @@ from memory.domain.history.search import (
     HistoryHit,
     HistoryQuery,
 )
-from memory.entrypoints.http.parsing import parse_body, parse_query, validate
+from memory.entrypoints.http.parsing import (
+    Instant,
+    QueryInt,
+    QueryParams,
+    StrictBody,
+    parse_body,
+    parse_query,
+    validate,
+)
 
 if TYPE_CHECKING:
     from memory.entrypoints.history_runtime import HistoryRuntime
@@ -67,15 +75,15 @@ Name = Annotated[
 ]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class OrgPath(_Strict):
+class OrgPath(QueryParams):
     org_id: str = Field(pattern=ORG_ID_PATTERN)
 
 
-class ChatEventBody(_Strict):
+class FlagPath(QueryParams):
+    flag: str
+
+
+class ChatEventBody(StrictBody):
     event_id: (
         Annotated[
             str,
@@ -91,7 +99,7 @@ class ChatEventBody(_Strict):
     event_type: str = Field(default=EVENT_TYPE_MESSAGE, pattern=KIND_PATTERN)
     decision: str = Field(default=DEFAULT_DECISION, pattern=KIND_PATTERN)
     text: Annotated[str, Field(max_length=MAX_MESSAGE_CHARS), AfterValidator(_no_nul)]
-    occurred_at: AwareDatetime
+    occurred_at: Instant
 
     def to_domain(self) -> ChatEvent:
         return ChatEvent(
@@ -107,28 +115,28 @@ class ChatEventBody(_Strict):
         )
 
 
-class IngestBody(_Strict):
+class IngestBody(StrictBody):
     events: list[ChatEventBody] = Field(min_length=1, max_length=MAX_EVENTS_PER_REQUEST)
 
 
-class SearchParams(_Strict):
+class SearchParams(QueryParams):
     q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    limit: int = Field(default=SEARCH_LIMIT_DEFAULT, ge=1, le=SEARCH_LIMIT_MAX)
+    limit: QueryInt = Field(default=SEARCH_LIMIT_DEFAULT, ge=1, le=SEARCH_LIMIT_MAX)
     provider: str | None = Field(default=None, pattern=PROVIDER_PATTERN)
     channel_id: Name | None = None
-    since: AwareDatetime | None = None
-    until: AwareDatetime | None = None
+    since: Instant | None = None
+    until: Instant | None = None
 
 
-class SweepBody(_Strict):
+class SweepBody(StrictBody):
     org_id: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
 
 
-class FlagBody(_Strict):
-    enabled: StrictBool
+class FlagBody(StrictBody):
+    enabled: bool
 
 
-class RetentionBody(_Strict):
+class RetentionBody(StrictBody):
     days: int = Field(ge=RETENTION_DAYS_MIN, le=RETENTION_DAYS_MAX)
 
 
@@ -193,7 +201,7 @@ def history_routes(runtime: HistoryRuntime) -> list[BaseRoute]:
         return JSONResponse({"flags": [_global_flag(f) for f in flags]})
 
     async def global_flag(request: Request) -> Response:
-        flag = request.path_params["flag"]
+        flag = _flag(request)
         if request.method == "PUT":
             body = await parse_body(request, FlagBody)
             found = await anyio.to_thread.run_sync(runtime.flags.set_global, flag, body.enabled)
@@ -215,7 +223,7 @@ def history_routes(runtime: HistoryRuntime) -> list[BaseRoute]:
 
     async def org_flag(request: Request) -> Response:
         org_id = _org(request)
-        flag = request.path_params["flag"]
+        flag = _flag(request)
         if request.method == "PUT":
             body = await parse_body(request, FlagBody)
             found = await anyio.to_thread.run_sync(
@@ -265,6 +273,10 @@ def history_routes(runtime: HistoryRuntime) -> list[BaseRoute]:
 
 def _org(request: Request) -> str:
     return validate(OrgPath, {"org_id": request.path_params["org_id"]}).org_id
+
+
+def _flag(request: Request) -> str:
+    return validate(FlagPath, {"flag": request.path_params["flag"]}).flag
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -19,7 +19,6 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 import anyio
-from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -32,7 +31,13 @@ from memory.domain.errors import AlreadyExists, DomainError, InvalidInput, NotFo
 from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.search import PolicyDocument, SimilarityResult
 from memory.domain.policy.versions import PolicyVersion
-from memory.entrypoints.http.parsing import parse_body, parse_query
+from memory.entrypoints.http.parsing import (
+    QueryParams,
+    StrictBody,
+    parse_body,
+    parse_path,
+    parse_query,
+)
 from memory.infrastructure.policy.metrics import (
     POLICY_COMMAND_SECONDS,
     POLICY_COMMANDS,
@@ -44,22 +49,26 @@ from memory.infrastructure.policy.metrics import (
 T = TypeVar("T")
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class PolicyPath(QueryParams):
+    policy_id: str
 
 
-class StoreBody(_Body):
+class EmbeddingPath(QueryParams):
+    embedding_ref: str
+
+
+class StoreBody(StrictBody):
     policy_id: str
     content: str
     metadata: dict[str, Any] | None = None
 
 
-class UpdateBody(_Body):
+class UpdateBody(StrictBody):
     content: str
     metadata: dict[str, Any] | None = None
 
 
-class SearchBody(_Body):
+class SearchBody(StrictBody):
     query: str
     similarity_threshold: float | None = None
     limit: int | None = None
@@ -69,8 +78,7 @@ class SearchBody(_Body):
     filter: dict[str, Any] | None = None
 
 
-class EmbeddingLookup(_Body):
-    model_config = ConfigDict(extra="forbid", strict=False)
+class EmbeddingLookup(QueryParams):
     origin: str = "direct"
     query: str | None = None
 
@@ -91,7 +99,7 @@ def policy_routes(
         )
 
     async def update(request: Request) -> Response:
-        policy_id = request.path_params["policy_id"]
+        policy_id = parse_path(request, PolicyPath).policy_id
         body = await parse_body(request, UpdateBody)
         receipt = await _command(
             "update", lambda: commands.update(policy_id, body.content, body.metadata)
@@ -99,7 +107,7 @@ def policy_routes(
         return JSONResponse(_receipt_json(receipt), 200)
 
     async def versions(request: Request) -> Response:
-        policy_id = request.path_params["policy_id"]
+        policy_id = parse_path(request, PolicyPath).policy_id
         history = await anyio.to_thread.run_sync(lambda: queries.versions(policy_id))
         return JSONResponse(
             {"policy_id": policy_id, "versions": [_version_json(v) for v in history]}
@@ -144,7 +152,7 @@ def policy_routes(
         )
 
     async def embedding(request: Request) -> Response:
-        ref = request.path_params["embedding_ref"]
+        ref = parse_path(request, EmbeddingPath).embedding_ref
         lookup = parse_query(request, EmbeddingLookup)
         document: PolicyDocument = await _within(
             search_timeout,
