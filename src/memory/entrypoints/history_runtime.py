@@ -29,9 +29,7 @@ from memory.application.history.watermarks import SweepWatermarks
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.search import HistoryQuery, HistorySearchResult
 from memory.entrypoints.runtime import Worker
-from memory.infrastructure.embedding.factory import ModelRegistry
-from memory.infrastructure.embedding.remote_model import RemoteModel
-from memory.infrastructure.embedding.spec import InvalidModelSpec, ModelSpec
+from memory.infrastructure.embedding.factory import ModelRegistry, stored_model_id
 from memory.infrastructure.history import metrics
 from memory.infrastructure.history.chat_events import PostgresChatEventLog
 from memory.infrastructure.history.clock import system_clock
@@ -255,18 +253,6 @@ class HistoryRuntime:
         self.embedder.close()
         self._full_text_pool.shutdown(wait=True)
         self.watermarks.close()
-
-
-def stored_model_id(spec_text: str) -> str:
-    """The model identity a spec stands for; the text itself if it is no valid spec (a model
-    dropped from the catalog may still have rows)."""
-    try:
-        spec = ModelSpec.parse(spec_text)
-        if spec.provider in ("ollama", "openai"):
-            return RemoteModel.resolve(spec).identity.id
-    except InvalidModelSpec:
-        return spec_text.strip()
-    return str(spec)
 
 
 def build(settings: Settings, database: Database, models: ModelRegistry) -> HistoryRuntime:

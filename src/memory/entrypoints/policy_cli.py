@@ -13,7 +13,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from memory.domain.active_model import ActiveModelDrop, refuse_dropping_active
 from memory.domain.policy.dimensionality import DimensionalityMismatch
+from memory.infrastructure.embedding.factory import stored_model_id
 from memory.infrastructure.embedding.spec import InvalidModelSpec
 from memory.infrastructure.settings import Settings
 
@@ -67,21 +69,6 @@ def _database(settings: Settings) -> Iterator[Any]:
             database.close()
 
 
-def _model_id(settings: Settings, text: str) -> str:
-    """The identity a spec's vectors are stored under (canonical, as the adapter computes
-    it: `ollama:bge-m3@1024` is `ollama:bge-m3`). Building a remote adapter contacts no
-    server. Text that is no spec is taken as a stored id as it is."""
-    from memory.infrastructure.embedding.factory import ModelRegistry
-
-    registry = ModelRegistry(settings)
-    try:
-        return registry.get(text).identity.id
-    except InvalidModelSpec:
-        return text
-    finally:
-        registry.close()
-
-
 def _reembed(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -133,13 +120,16 @@ def _drop_model(args: argparse.Namespace) -> int:
     from memory.infrastructure.policy.model_admin import PolicyModelAdmin
 
     settings: Settings = args.settings
-    model_id = _model_id(settings, args.model)
-    if model_id == _model_id(settings, settings.policy_model):
-        print(
-            f"memory: {model_id} is the active policy model (MEMORY_POLICY_MODEL); "
-            "switch to another model before dropping this one",
-            file=sys.stderr,
+    model_id = stored_model_id(args.model)
+    try:
+        refuse_dropping_active(
+            model_id,
+            stored_model_id(settings.policy_model),
+            context="policy",
+            setting="MEMORY_POLICY_MODEL",
         )
+    except ActiveModelDrop as exc:
+        print(f"memory: {exc.message}", file=sys.stderr)
         return 2
     with _database(settings) as database:
         admin = PolicyModelAdmin(database)
@@ -158,27 +148,25 @@ def _drop_model(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from memory.infrastructure.policy.event_store import EventSourcedPolicyLog, view_datastore
+    from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
     from memory.infrastructure.policy.model_admin import PolicyModelAdmin
     from memory.infrastructure.policy.projector import read_tracking_position
 
     settings: Settings = args.settings
-    active = _model_id(settings, settings.policy_model)
+    active = stored_model_id(settings.policy_model)
     with _database(settings) as database:
         log = EventSourcedPolicyLog.connect(database.url)
-        datastore = view_datastore(database.url)
         try:
             head = log.head()
             stored = PolicyModelAdmin(database).stored_models()
             print(f"event log head: {head}")
             for model_id in sorted(set(stored) | {active}):
-                position = read_tracking_position(datastore, model_id)
+                position = read_tracking_position(database, model_id)
                 marker = " (active)" if model_id == active else ""
                 print(
                     f"{model_id}{marker}: {stored.get(model_id, 0)} rows, "
                     f"projected up to {position}"
                 )
         finally:
-            datastore.close()
             log.close()
     return 0

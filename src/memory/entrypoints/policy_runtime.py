@@ -17,7 +17,7 @@ from memory.domain.policy.cursor import CursorCodec
 from memory.domain.policy.dimensionality import FixedDimensionality
 from memory.entrypoints.http.policy_routes import policy_routes
 from memory.entrypoints.runtime import Worker
-from memory.infrastructure.policy.event_store import EventSourcedPolicyLog, view_datastore
+from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 from memory.infrastructure.policy.metrics import (
     POLICY_PROJECTOR_LAG,
     POLICY_PROJECTOR_POSITION,
@@ -52,12 +52,9 @@ class PolicyRuntime:
         self.model = model
         self.log = EventSourcedPolicyLog.connect(database.url)
         self.progress = ProjectionProgress()
-        self._positions = view_datastore(database.url)
         self.projector: PolicyProjector | None = None
         model_id = model.identity.id
-        waiter = TrackingWaiter(
-            self.progress, lambda: read_tracking_position(self._positions, model_id)
-        )
+        waiter = TrackingWaiter(self.progress, lambda: read_tracking_position(database, model_id))
         self.commands = PolicyCommands(
             self.log,
             model,
@@ -127,11 +124,10 @@ class PolicyRuntime:
 
     def close(self) -> None:
         self.log.close()
-        self._positions.close()
 
     def _positions_now(self) -> tuple[int | None, int | None]:
         head = self.log.head()
-        position = read_tracking_position(self._positions, self.model.identity.id)
+        position = read_tracking_position(self.database, self.model.identity.id)
         return position, head
 
     def _publish_lag(self) -> None:

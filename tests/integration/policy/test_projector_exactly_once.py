@@ -18,7 +18,7 @@ from memory.application.policy.commands import NewPolicy
 from memory.application.policy.projection import PolicyRow
 from memory.domain.policy.aggregate import PolicyEmbedding
 from memory.entrypoints.policy_runtime import PolicyRuntime
-from memory.infrastructure.policy.event_store import PolicyApplication, view_datastore
+from memory.infrastructure.policy.event_store import PolicyApplication
 from memory.infrastructure.policy.projector import (
     PolicyProjector,
     ProjectorFailed,
@@ -139,7 +139,6 @@ def test_a_killed_projector_process_resumes_exactly_where_its_commits_stopped(
     seed(runtime, 30)
     head = runtime.log.head()
     assert head is not None
-    positions = view_datastore(policy_db.url)
     child = subprocess.Popen(
         [sys.executable, "-c", KILLABLE_PROJECTOR, policy_db.url],
         stdout=subprocess.PIPE,
@@ -149,12 +148,12 @@ def test_a_killed_projector_process_resumes_exactly_where_its_commits_stopped(
         assert child.stdout is not None
         assert child.stdout.readline().strip() == b"started"
         deadline = time.monotonic() + 60
-        while (read_tracking_position(positions, "hash:384") or 0) < head // 4:
+        while (read_tracking_position(policy_db, "hash:384") or 0) < head // 4:
             assert time.monotonic() < deadline, "the child projector made no progress"
             time.sleep(0.005)
         child.send_signal(signal.SIGKILL)
         child.wait(10)
-        position = read_tracking_position(positions, "hash:384")
+        position = read_tracking_position(policy_db, "hash:384")
         assert position is not None
         # What the killed process committed is exactly the log up to its position.
         assert row_versions(policy_db, "hash:384") == expected_versions(runtime, position)
@@ -179,7 +178,6 @@ def test_a_killed_projector_process_resumes_exactly_where_its_commits_stopped(
             child.wait(10)
         if child.stdout is not None:
             child.stdout.close()
-        positions.close()
 
 
 def test_one_projector_per_model_across_processes(

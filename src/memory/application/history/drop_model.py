@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory.application.history.ports import ChatEventLog, WatermarkRepository, WindowEmbeddings
-from memory.domain.errors import InvalidInput
+from memory.domain.active_model import refuse_dropping_active
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +33,9 @@ class DropModel:
         """Refuses the active model (search would lose its semantic part until a rebuild).
         Watermarks are event-sourced, so they are reset rather than deleted: if the model
         is ever configured again, it rebuilds from empty."""
-        if model == self._active:
-            raise InvalidInput("model", f"{model} is the active history model; switch first")
+        refuse_dropping_active(
+            model, self._active, context="history", setting="MEMORY_HISTORY_MODEL"
+        )
         rows = self._windows.drop_model(model)
         reset = 0
         for partition in self._events.partitions():

@@ -13,6 +13,21 @@ from memory.infrastructure.embedding.spec import InvalidModelSpec, ModelSpec
 from memory.infrastructure.settings import Settings
 
 
+def stored_model_id(spec_text: str) -> str:
+    """The identity a spec's vectors are stored under (docs/adr/0010): canonical, as the
+    adapter computes it (`ollama:bge-m3:latest` and `ollama:bge-m3@1024` are
+    `ollama:bge-m3`), without building an adapter (no model is loaded, no server contacted).
+    Text that is no valid spec is taken as a stored id as it is: a model dropped from the
+    catalog may still have rows."""
+    try:
+        spec = ModelSpec.parse(spec_text)
+        if spec.provider in ("ollama", "openai"):
+            return RemoteModel.resolve(spec).identity.id
+    except InvalidModelSpec:
+        return spec_text.strip()
+    return str(spec)
+
+
 class ModelRegistry:
     """One adapter per spec for the life of the process, so two contexts configured with the
     same model share one loaded engine."""

@@ -1,5 +1,5 @@
 """The `PolicyEmbedding` event store: the eventsourcing library's PostgreSQL persistence,
-configured from the service's database URL."""
+configured from the service's database URL (`memory.infrastructure.postgres.event_store`)."""
 
 from __future__ import annotations
 
@@ -8,19 +8,14 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
-from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.utils import get_topic
-from psycopg.conninfo import conninfo_to_dict
 
 from memory.application.policy.ports import RecordConflict
 from memory.domain.policy.aggregate import PolicyEmbedding
 from memory.domain.policy.policy_id import PolicyId
 from memory.infrastructure.policy.event_recorder import PolicyEventRecorder
+from memory.infrastructure.postgres.event_store import EventStoreConnection
 
-# Library connections per pool. Each process has a few pools (the command side, the
-# projector's subscription, its view), so they are kept small; writes are short.
-EVENT_STORE_POOL_SIZE = 2
-EVENT_STORE_POOL_OVERFLOW = 4
 CONTENT_TOPICS = frozenset(
     {get_topic(PolicyEmbedding.Stored), get_topic(PolicyEmbedding.ContentUpdated)}
 )
@@ -34,29 +29,10 @@ class PolicyApplication(Application[UUID]):
 
 
 def event_store_env(database_url: str) -> dict[str, str]:
-    """The library's settings for `database_url` (a libpq URL or key=value string; the host
-    may be a socket directory). Keys carry the application's prefix, so they win over any
-    unprefixed POSTGRES_* variables in the process environment."""
-    params = conninfo_to_dict(database_url)
-    prefix = PolicyApplication.name.upper()
-
-    def param(key: str) -> str:
-        value = params.get(key)
-        return "" if value is None else str(value)
-
-    values = {
-        "PERSISTENCE_MODULE": "eventsourcing.postgres",
-        "POSTGRES_DBNAME": param("dbname"),
-        "POSTGRES_HOST": param("host"),
-        "POSTGRES_PORT": param("port") or "5432",
-        "POSTGRES_USER": param("user"),
-        "POSTGRES_PASSWORD": param("password"),
-        "POSTGRES_POOL_SIZE": str(EVENT_STORE_POOL_SIZE),
-        "POSTGRES_MAX_OVERFLOW": str(EVENT_STORE_POOL_OVERFLOW),
-        "POSTGRES_CONNECT_TIMEOUT": param("connect_timeout") or "30",
-        "APPLICATION_RECORDER_TOPIC": get_topic(PolicyEventRecorder),
-    }
-    return {f"{prefix}_{key}": value for key, value in values.items()}
+    """The library's settings for the policy application on `database_url`."""
+    return EventStoreConnection.from_url(database_url).env(
+        PolicyApplication.name, recorder_topic=get_topic(PolicyEventRecorder)
+    )
 
 
 class EventSourcedPolicyLog:
@@ -101,17 +77,3 @@ class EventSourcedPolicyLog:
 
     def close(self) -> None:
         self.app.close()
-
-
-def view_datastore(database_url: str) -> PostgresDatastore:
-    """A library datastore (small pool) for a projection's view."""
-    params = conninfo_to_dict(database_url)
-    return PostgresDatastore(
-        dbname=str(params.get("dbname") or ""),
-        host=str(params.get("host") or ""),
-        port=str(params.get("port") or "5432"),
-        user=str(params.get("user") or ""),
-        password=str(params.get("password") or ""),
-        pool_size=EVENT_STORE_POOL_SIZE,
-        max_overflow=EVENT_STORE_POOL_OVERFLOW,
-    )

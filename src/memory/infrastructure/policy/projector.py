@@ -10,26 +10,21 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
-from eventsourcing.persistence import ProgrammingError
-from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
 from eventsourcing.projection import BaseProjectionRunner
+from psycopg import errors, sql
 
 from memory.application.embedding import EmbeddingModel
 from memory.application.policy.ports import PolicyLogOutlook
 from memory.application.policy.projection import PolicyEmbeddingsProjection
-from memory.infrastructure.policy.event_store import (
-    PolicyApplication,
-    event_store_env,
-    view_datastore,
-)
+from memory.infrastructure.policy.event_store import PolicyApplication, event_store_env
 from memory.infrastructure.policy.indexes import ensure_hnsw_index
 from memory.infrastructure.policy.lease import ProjectionBusy, ProjectionLease
 from memory.infrastructure.policy.model_objects import ModelObjects
 from memory.infrastructure.policy.progress import ProjectionProgress
 from memory.infrastructure.policy.view import PostgresPolicyEmbeddingsView
 from memory.infrastructure.postgres.database import Database
+from memory.infrastructure.postgres.event_store import EventStoreConnection
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +95,7 @@ class PolicyProjector:
                     ensure_hnsw_index(conn, self.model_id)
             on_commit = None if self._progress is None else self._progress.advance
             view = self._view_class(
-                view_datastore(self._database.url),
+                EventStoreConnection.from_url(self._database.url).datastore(),
                 tracking_table_name=self._objects.tracking_table,
                 on_commit=on_commit,
             )
@@ -178,14 +173,17 @@ class PolicyProjector:
             self._lease.release()
 
 
-def read_tracking_position(datastore: PostgresDatastore, model_id: str) -> int | None:
+def read_tracking_position(database: Database, model_id: str) -> int | None:
     """A model's projection position as recorded, from any process (None if its projector
-    never ran)."""
-    recorder = PostgresTrackingRecorder(
-        datastore, tracking_table_name=ModelObjects(model_id).tracking_table
-    )
+    never ran). Read over the service's pool: the tracking table is the library's, but
+    reading it needs no library pool of its own."""
+    statement = sql.SQL(
+        "SELECT max(notification_id) AS position FROM {} WHERE application_name = %s"
+    ).format(sql.Identifier(ModelObjects(model_id).tracking_table))
     try:
-        position: Any = recorder.max_tracking_id(PolicyApplication.name)
-    except ProgrammingError:
+        with database.connection() as conn:
+            row = conn.execute(statement, (PolicyApplication.name,)).fetchone()
+    except errors.UndefinedTable:
         return None
-    return None if position is None else int(position)
+    position = None if row is None else row["position"]
+    return None if position is None else int(str(position))

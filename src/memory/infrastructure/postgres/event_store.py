@@ -1,0 +1,89 @@
+"""The eventsourcing library's PostgreSQL persistence, configured from the service's database
+URL: the one translation both contexts' event-sourced applications (policy's
+`PolicyApplication`, history's `SweepWatermarks`) and the projector's view use.
+
+The library takes its connection as separate POSTGRES_* settings, not as a URL. Missing
+parts mean what they mean to libpq for the service's own pool (an empty host or user is
+libpq's default: the local socket, the OS user), so every pool of a process reaches the same
+server as the same user.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eventsourcing.postgres import PostgresDatastore
+from psycopg.conninfo import conninfo_to_dict
+
+# Connections per library pool (plus overflow under bursts). Each process has a few of them
+# beside the service's own pool (see docs/architecture.md, "Connections"); their writes are
+# short, so they are kept small.
+LIBRARY_POOL_SIZE = 2
+LIBRARY_POOL_OVERFLOW = 4
+DEFAULT_PORT = "5432"
+# Seconds to wait for a connection when the URL names no `connect_timeout`.
+DEFAULT_CONNECT_TIMEOUT = "30"
+
+
+@dataclass(frozen=True, slots=True)
+class EventStoreConnection:
+    """Where the library connects, parsed once from a libpq URL or key=value string (the
+    host may be a socket directory, as for the embedded cluster)."""
+
+    dbname: str
+    host: str
+    port: str
+    user: str
+    password: str
+    connect_timeout: str
+
+    @classmethod
+    def from_url(cls, database_url: str) -> EventStoreConnection:
+        params = conninfo_to_dict(database_url)
+
+        def param(key: str, default: str = "") -> str:
+            value = params.get(key)
+            return default if value is None or value == "" else str(value)
+
+        return cls(
+            dbname=param("dbname"),
+            host=param("host"),
+            port=param("port", DEFAULT_PORT),
+            user=param("user"),
+            password=param("password"),
+            connect_timeout=param("connect_timeout", DEFAULT_CONNECT_TIMEOUT),
+        )
+
+    def env(self, application_name: str, *, recorder_topic: str | None = None) -> dict[str, str]:
+        """The library's settings for an application called `application_name`. Keys carry
+        the application's prefix, so they win over any unprefixed POSTGRES_* variables in
+        the process environment."""
+        values = {
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_DBNAME": self.dbname,
+            "POSTGRES_HOST": self.host,
+            "POSTGRES_PORT": self.port,
+            "POSTGRES_USER": self.user,
+            "POSTGRES_PASSWORD": self.password,
+            "POSTGRES_POOL_SIZE": str(LIBRARY_POOL_SIZE),
+            "POSTGRES_MAX_OVERFLOW": str(LIBRARY_POOL_OVERFLOW),
+            "POSTGRES_CONNECT_TIMEOUT": self.connect_timeout,
+            "CREATE_TABLE": "y",
+        }
+        if recorder_topic is not None:
+            values["APPLICATION_RECORDER_TOPIC"] = recorder_topic
+        prefix = application_name.upper()
+        return {f"{prefix}_{key}": value for key, value in values.items()}
+
+    def datastore(self) -> PostgresDatastore:
+        """A library datastore (a small pool) for a projection's view."""
+        return PostgresDatastore(
+            dbname=self.dbname,
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=self.password,
+            connect_timeout=float(self.connect_timeout),
+            pool_size=LIBRARY_POOL_SIZE,
+            max_overflow=LIBRARY_POOL_OVERFLOW,
+        )
