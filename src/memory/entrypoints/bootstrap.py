@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from memory.entrypoints.runtime import ContextRuntime
 from memory.infrastructure.embedding.factory import ModelRegistry
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.settings import Settings
+
+if TYPE_CHECKING:
+    from memory.application.policy.service import PolicyService
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +31,15 @@ class Services:
             if ctx.name == name:
                 return ctx
         raise KeyError(name)
+
+    @property
+    def policy(self) -> PolicyService:
+        """The policy context's service (KeyError if it was not built)."""
+        from memory.entrypoints.policy_runtime import PolicyRuntime
+
+        runtime = self.context("policy")
+        assert isinstance(runtime, PolicyRuntime)
+        return runtime.service
 
     def close(self) -> None:
         for ctx in reversed(self.contexts):
@@ -60,3 +74,19 @@ def build_services(
         services.close()
         raise
     return services
+
+
+@contextmanager
+def opened(
+    settings: Settings, *, contexts: tuple[str, ...] = ("policy", "history")
+) -> Iterator[Services]:
+    """The services on the configured database (or the home's embedded cluster, started and
+    stopped around them): what the CLI commands and `memory.api.open` run on."""
+    from memory.entrypoints.database_url import database_url
+
+    with database_url(settings) as url:
+        services = build_services(settings, url, contexts=contexts)
+        try:
+            yield services
+        finally:
+            services.close()

@@ -13,10 +13,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from memory.domain.active_model import ActiveModelDrop, refuse_dropping_active
-from memory.domain.policy.dimensionality import DimensionalityMismatch
-from memory.infrastructure.embedding.factory import stored_model_id
-from memory.infrastructure.embedding.spec import InvalidModelSpec
+from memory.application.policy.ports import ProjectorFailed
+from memory.application.policy.service import PolicyService
+from memory.domain.errors import DomainError, InvalidInput
 from memory.infrastructure.settings import Settings
 
 
@@ -55,36 +54,20 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 @contextmanager
-def _database(settings: Settings) -> Iterator[Any]:
-    from memory.entrypoints.database_url import database_url
-    from memory.infrastructure.postgres.database import Database
+def _policies(settings: Settings) -> Iterator[PolicyService]:
+    from memory.entrypoints.bootstrap import opened
 
-    with database_url(settings) as url:
-        database = Database(url, min_size=1, max_size=4)
-        database.open()
-        try:
-            database.migrate()
-            yield database
-        finally:
-            database.close()
+    with opened(settings, contexts=("policy",)) as services:
+        yield services.policy
 
 
 def _reembed(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from memory.infrastructure.embedding.factory import ModelRegistry
-    from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
-    from memory.infrastructure.policy.lease import ProjectionBusy
-    from memory.infrastructure.policy.projector import ProjectorFailed
-    from memory.infrastructure.policy.reembed import reembed
-
     settings: Settings = args.settings
-    models = ModelRegistry(settings)
     try:
-        model = models.get(args.model)
-        with _database(settings) as database:
-            log = EventSourcedPolicyLog.connect(database.url)
-            bar = tqdm(desc=f"reembed {model.identity.id}", unit="event", file=sys.stderr)
+        with _policies(settings) as policies:
+            bar = tqdm(desc=f"reembed {args.model}", unit="event", file=sys.stderr)
 
             def progress(position: int | None, head: int | None) -> None:
                 bar.total = head or 0
@@ -92,21 +75,18 @@ def _reembed(args: argparse.Namespace) -> int:
                 bar.refresh()
 
             try:
-                report = reembed(database, model, log, rebuild=args.rebuild, on_progress=progress)
+                report = policies.reembed(args.model, rebuild=args.rebuild, on_progress=progress)
             finally:
                 bar.close()
-                log.close()
-    except (InvalidModelSpec, DimensionalityMismatch, ProjectionBusy) as exc:
-        print(f"memory: {exc}", file=sys.stderr)
-        return 2
     except ProjectorFailed as exc:
         print(f"memory: {exc}\nrun the same command again to resume", file=sys.stderr)
         return 1
+    except DomainError as exc:
+        print(f"memory: {_reason(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("memory: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
-    finally:
-        models.close()
     print(
         f"{report.model}: projected up to event {report.reached} of {report.head}, "
         f"{report.texts_embedded} texts embedded"
@@ -116,57 +96,24 @@ def _reembed(args: argparse.Namespace) -> int:
 
 
 def _drop_model(args: argparse.Namespace) -> int:
-    from memory.infrastructure.policy.lease import ProjectionBusy
-    from memory.infrastructure.policy.model_admin import PolicyModelAdmin
-
-    settings: Settings = args.settings
-    model_id = stored_model_id(args.model)
-    try:
-        refuse_dropping_active(
-            model_id,
-            stored_model_id(settings.policy_model),
-            context="policy",
-            setting="MEMORY_POLICY_MODEL",
-        )
-    except ActiveModelDrop as exc:
-        print(f"memory: {exc.message}", file=sys.stderr)
-        return 2
-    with _database(settings) as database:
-        admin = PolicyModelAdmin(database)
-        stored = admin.stored_models()
-        if model_id not in stored:
-            known = ", ".join(stored) or "none"
-            print(f"memory: no rows for model {model_id} (stored: {known})", file=sys.stderr)
-            return 2
+    with _policies(args.settings) as policies:
         try:
-            deleted = admin.drop(model_id)
-        except ProjectionBusy as exc:
-            print(f"memory: {exc}", file=sys.stderr)
+            model_id, deleted = policies.drop_model(args.model)
+        except DomainError as exc:
+            print(f"memory: {_reason(exc)}", file=sys.stderr)
             return 2
     print(f"{model_id}: dropped {deleted} rows, its index and its projection position")
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
-    from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
-    from memory.infrastructure.policy.model_admin import PolicyModelAdmin
-    from memory.infrastructure.policy.projector import read_tracking_position
-
-    settings: Settings = args.settings
-    active = stored_model_id(settings.policy_model)
-    with _database(settings) as database:
-        log = EventSourcedPolicyLog.connect(database.url)
-        try:
-            head = log.head()
-            stored = PolicyModelAdmin(database).stored_models()
-            print(f"event log head: {head}")
-            for model_id in sorted(set(stored) | {active}):
-                position = read_tracking_position(database, model_id)
-                marker = " (active)" if model_id == active else ""
-                print(
-                    f"{model_id}{marker}: {stored.get(model_id, 0)} rows, "
-                    f"projected up to {position}"
-                )
-        finally:
-            log.close()
+    with _policies(args.settings) as policies:
+        print(f"event log head: {policies.log_head()}")
+        for stored in policies.models():
+            marker = " (active)" if stored.active else ""
+            print(f"{stored.model}{marker}: {stored.rows} rows, projected up to {stored.position}")
     return 0
+
+
+def _reason(exc: DomainError) -> str:
+    return exc.reason if isinstance(exc, InvalidInput) else exc.message

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from memory.application.policy.commands import NewPolicy
+from memory.application.policy.ports import ProjectionBusy
 from memory.domain.errors import NotFound
 from memory.domain.policy.content import content_sha256
 from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.policy.indexes import has_hnsw_index
-from memory.infrastructure.policy.lease import ProjectionBusy
 from memory.infrastructure.policy.model_admin import PolicyModelAdmin
 from memory.infrastructure.policy.model_objects import ModelObjects
 from memory.infrastructure.policy.projector import PolicyProjector, ProjectorFailed

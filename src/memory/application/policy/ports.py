@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import UUID
 
 from memory.domain.embedding import EmbeddingVector
+from memory.domain.errors import DomainError
 from memory.domain.policy.aggregate import PolicyEmbedding
 from memory.domain.policy.cursor import SearchCursor
 from memory.domain.policy.policy_id import PolicyId
@@ -78,4 +79,69 @@ class PolicyReadModel(Protocol):
         self, embedding_ref: UUID, query: EmbeddingVector | None, timeout: float
     ) -> PolicyDocument | None:
         """The row for `embedding_ref`, with its similarity to `query` when given."""
+        ...
+
+
+class ProjectionBusy(DomainError):
+    """Another process runs this model's projector (a `memory serve` with this model, or a
+    `reembed`)."""
+
+    code = "projection_busy"
+
+
+class ProjectorFailed(DomainError):
+    """A projection's processing stopped with an error; it restarts from its position."""
+
+    code = "projector_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ReembedReport:
+    model: str
+    started_at: int | None
+    reached: int | None
+    head: int | None
+    texts_embedded: int
+    rows_removed: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredModel:
+    """A model the read model has rows of (or the active one), and how far its projection
+    got."""
+
+    model: str
+    rows: int
+    position: int | None
+    active: bool
+
+
+# (position reached, log head the replay runs to); both None for an empty log.
+ReembedProgress = Callable[[int | None, int | None], None]
+
+
+class PolicyModelStore(Protocol):
+    """Operator actions on one model's rows of the read model (model swaps)."""
+
+    def stored_id(self, spec: str) -> str:
+        """The identity a model spec's rows are stored under (docs/adr/0010)."""
+        ...
+
+    def head(self) -> int | None: ...
+
+    def rows_per_model(self) -> dict[str, int]: ...
+
+    def position(self, model_id: str) -> int | None:
+        """How far `model_id`'s projection got (None: it never ran)."""
+        ...
+
+    def drop(self, model_id: str) -> int:
+        """Delete the model's rows, index and position; the number of rows. Raises
+        `ProjectionBusy` while its projector runs."""
+        ...
+
+    def reembed(
+        self, spec: str, *, rebuild: bool, on_progress: ReembedProgress | None
+    ) -> ReembedReport:
+        """Replay the log into `spec`'s rows until they reach the head (resumable)."""
         ...

@@ -6,14 +6,13 @@
     POST /v1/policies/search               SearchEmbeddings        200
     GET  /v1/embeddings/{embedding_ref}    GetPolicyByEmbedding    200
 
-Bodies are parsed strictly (wrong JSON types are 422, never coerced); domain rules are
-checked by the use cases; every blocking call runs in a worker thread. Errors become HTTP
-statuses in `memory.entrypoints.http.errors` only.
+Routes parse (bodies strictly: wrong JSON types are 422, never coerced), call
+`PolicyService` in a worker thread, and answer; domain rules are the service's, metrics its
+observers'. Errors become HTTP statuses in `memory.entrypoints.http.errors` only.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
@@ -23,11 +22,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from memory.application.embedding import EmbeddingError, ModelUnavailable
 from memory.application.errors import DeadlineExceeded
-from memory.application.policy.commands import PolicyCommands, StoreReceipt
-from memory.application.policy.queries import PolicyQueries, SearchAnswer
-from memory.domain.errors import AlreadyExists, DomainError, InvalidInput, NotFound
+from memory.application.policy.commands import StoreReceipt
+from memory.application.policy.queries import SearchAnswer
+from memory.application.policy.service import PolicyService
 from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.search import PolicyDocument, SimilarityResult
 from memory.domain.policy.versions import PolicyVersion
@@ -37,13 +35,6 @@ from memory.entrypoints.http.parsing import (
     parse_body,
     parse_path,
     parse_query,
-)
-from memory.infrastructure.policy.metrics import (
-    POLICY_COMMAND_SECONDS,
-    POLICY_COMMANDS,
-    POLICY_NOT_SEARCHABLE,
-    POLICY_SEARCH_SECONDS,
-    POLICY_SEARCHES,
 )
 
 T = TypeVar("T")
@@ -83,14 +74,11 @@ class EmbeddingLookup(QueryParams):
     query: str | None = None
 
 
-def policy_routes(
-    commands: PolicyCommands, queries: PolicyQueries, *, search_timeout: float
-) -> list[BaseRoute]:
+def policy_routes(service: PolicyService, *, search_timeout: float) -> list[BaseRoute]:
     async def store(request: Request) -> Response:
         body = await parse_body(request, StoreBody)
-        receipt = await _command(
-            "store",
-            lambda: commands.store(body.policy_id, body.content, body.metadata),
+        receipt: StoreReceipt = await anyio.to_thread.run_sync(
+            lambda: service.store(body.policy_id, body.content, body.metadata)
         )
         return JSONResponse(
             _receipt_json(receipt),
@@ -101,41 +89,32 @@ def policy_routes(
     async def update(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
         body = await parse_body(request, UpdateBody)
-        receipt = await _command(
-            "update", lambda: commands.update(policy_id, body.content, body.metadata)
+        receipt: StoreReceipt = await anyio.to_thread.run_sync(
+            lambda: service.update(policy_id, body.content, body.metadata)
         )
         return JSONResponse(_receipt_json(receipt), 200)
 
     async def versions(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
-        history = await anyio.to_thread.run_sync(lambda: queries.versions(policy_id))
+        history = await anyio.to_thread.run_sync(lambda: service.versions(policy_id))
         return JSONResponse(
             {"policy_id": policy_id, "versions": [_version_json(v) for v in history]}
         )
 
     async def search(request: Request) -> Response:
         body = await parse_body(request, SearchBody)
-        started = time.perf_counter()
-        try:
-            answer: SearchAnswer = await _within(
-                search_timeout,
-                lambda: queries.search(
-                    body.query,
-                    similarity_threshold=body.similarity_threshold,
-                    limit=body.limit,
-                    offset=body.offset,
-                    cursor=body.cursor,
-                    max_results=body.max_results,
-                    filter=body.filter,
-                ),
-            )
-        except Exception as exc:
-            POLICY_SEARCHES.labels(_outcome(exc)).inc()
-            raise
-        POLICY_SEARCHES.labels("ok").inc()
-        POLICY_SEARCH_SECONDS.labels("total").observe(time.perf_counter() - started)
-        POLICY_SEARCH_SECONDS.labels("embed").observe(answer.embed_seconds)
-        POLICY_SEARCH_SECONDS.labels("database").observe(answer.database_seconds)
+        answer: SearchAnswer = await _within(
+            search_timeout,
+            lambda: service.search(
+                body.query,
+                similarity_threshold=body.similarity_threshold,
+                limit=body.limit,
+                offset=body.offset,
+                cursor=body.cursor,
+                max_results=body.max_results,
+                filter=body.filter,
+            ),
+        )
         return JSONResponse(
             {
                 "results": [_result_json(r) for r in answer.results],
@@ -156,7 +135,7 @@ def policy_routes(
         lookup = parse_query(request, EmbeddingLookup)
         document: PolicyDocument = await _within(
             search_timeout,
-            lambda: queries.get_by_embedding(ref, origin=lookup.origin, query=lookup.query),
+            lambda: service.get_by_embedding(ref, origin=lookup.origin, query=lookup.query),
         )
         return JSONResponse(_document_json(document, lookup.origin == "search"))
 
@@ -169,20 +148,6 @@ def policy_routes(
     ]
 
 
-async def _command(name: str, run: Callable[[], StoreReceipt]) -> StoreReceipt:
-    started = time.perf_counter()
-    try:
-        receipt = await anyio.to_thread.run_sync(run)
-    except Exception as exc:
-        POLICY_COMMANDS.labels(name, _outcome(exc)).inc()
-        raise
-    POLICY_COMMANDS.labels(name, "ok").inc()
-    POLICY_COMMAND_SECONDS.labels(name).observe(time.perf_counter() - started)
-    if not receipt.searchable:
-        POLICY_NOT_SEARCHABLE.inc()
-    return receipt
-
-
 async def _within(seconds: float, run: Callable[[], T]) -> T:
     """Run `run` in a worker thread, answering 504 after `seconds` even if it still runs (a
     hung model server): the thread is abandoned, and its own deadline stops it before it
@@ -193,22 +158,6 @@ async def _within(seconds: float, run: Callable[[], T]) -> T:
         f"search timed out after {seconds:g}s",
         details={"timeout_seconds": seconds, "stage": "request"},
     )
-
-
-def _outcome(exc: Exception) -> str:
-    outcomes: list[tuple[type[Exception], str]] = [
-        (AlreadyExists, "conflict"),
-        (NotFound, "not_found"),
-        (InvalidInput, "invalid"),
-        (DeadlineExceeded, "timeout"),
-        (ModelUnavailable, "model_unavailable"),
-        (EmbeddingError, "model_error"),
-        (DomainError, "invalid"),
-    ]
-    for cls, outcome in outcomes:
-        if isinstance(exc, cls):
-            return outcome
-    return "error"
 
 
 def _iso(value: datetime) -> str:

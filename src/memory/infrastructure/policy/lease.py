@@ -8,10 +8,6 @@ import psycopg
 from memory.infrastructure.policy.model_objects import ModelObjects
 
 
-class ProjectionBusy(RuntimeError):
-    """Another process runs this model's projector."""
-
-
 class ProjectionLease:
     def __init__(self, database_url: str, model_id: str) -> None:
         self._url = database_url

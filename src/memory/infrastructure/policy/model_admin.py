@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from psycopg import sql
 
+from memory.application.policy.ports import ProjectionBusy
 from memory.infrastructure.policy.indexes import drop_hnsw_index
-from memory.infrastructure.policy.lease import ProjectionBusy, ProjectionLease
+from memory.infrastructure.policy.lease import ProjectionLease
 from memory.infrastructure.policy.model_objects import ModelObjects
 from memory.infrastructure.postgres.database import Database
 

@@ -15,11 +15,11 @@ from eventsourcing.projection import BaseProjectionRunner
 from psycopg import errors, sql
 
 from memory.application.embedding import EmbeddingModel
-from memory.application.policy.ports import PolicyLogOutlook
+from memory.application.policy.ports import PolicyLogOutlook, ProjectionBusy, ProjectorFailed
 from memory.application.policy.projection import PolicyEmbeddingsProjection
 from memory.infrastructure.policy.event_store import PolicyApplication, event_store_env
 from memory.infrastructure.policy.indexes import ensure_hnsw_index
-from memory.infrastructure.policy.lease import ProjectionBusy, ProjectionLease
+from memory.infrastructure.policy.lease import ProjectionLease
 from memory.infrastructure.policy.model_objects import ModelObjects
 from memory.infrastructure.policy.progress import ProjectionProgress
 from memory.infrastructure.policy.view import PostgresPolicyEmbeddingsView
@@ -30,10 +30,6 @@ log = logging.getLogger(__name__)
 
 # How often `catch_up` looks at the position (and at the runner's health).
 CATCH_UP_POLL_SECONDS = 0.2
-
-
-class ProjectorFailed(RuntimeError):
-    """The projection's thread stopped with an error (it restarts from its position)."""
 
 
 class PolicyProjector:

@@ -4,29 +4,14 @@ position with every row: an interrupted replay continues where it stopped."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 from memory.application.embedding import EmbeddingModel
+from memory.application.policy.ports import ReembedProgress, ReembedReport
 from memory.domain.policy.dimensionality import FixedDimensionality
 from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 from memory.infrastructure.policy.indexes import ensure_hnsw_index, has_hnsw_index
 from memory.infrastructure.policy.model_admin import PolicyModelAdmin
 from memory.infrastructure.policy.projector import PolicyProjector
 from memory.infrastructure.postgres.database import Database
-
-# (position reached, log head the replay runs to); both None for an empty log.
-ProgressCallback = Callable[[int | None, int | None], None]
-
-
-@dataclass(frozen=True)
-class ReembedReport:
-    model: str
-    started_at: int | None
-    reached: int | None
-    head: int | None
-    texts_embedded: int
-    rows_removed: int
 
 
 def reembed(
@@ -35,7 +20,7 @@ def reembed(
     log: EventSourcedPolicyLog,
     *,
     rebuild: bool = False,
-    on_progress: ProgressCallback | None = None,
+    on_progress: ReembedProgress | None = None,
 ) -> ReembedReport:
     """Bring `model`'s rows up to date with the log. With `rebuild`, its rows and position
     are deleted first and the whole log is replayed (the references come out identical).

@@ -1,0 +1,173 @@
+"""`PolicyService`: the policy context's one application service.
+
+HTTP routes, the `memory policies ...` commands and sibling contexts (through `memory.api`)
+all call this and nothing else, so none of them holds logic the others lack. Each public
+method reports one `ServiceCall` to the observers (metrics, logs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memory.application.observer import Observed, ServiceObserver
+from memory.application.policy.commands import NewPolicy, PolicyCommands, StoreReceipt
+from memory.application.policy.ports import (
+    PolicyModelStore,
+    ReembedProgress,
+    ReembedReport,
+    StoredModel,
+)
+from memory.application.policy.queries import PolicyQueries, SearchAnswer
+from memory.domain.active_model import refuse_dropping_active
+from memory.domain.errors import NotFound
+from memory.domain.policy.search import PolicyDocument
+from memory.domain.policy.versions import PolicyVersion
+
+CONTEXT = "policy"
+ACTIVE_MODEL_SETTING = "MEMORY_POLICY_MODEL"
+
+
+class PolicyService:
+    """Store, update, search and fetch policies; inspect and swap the model's rows.
+
+    Errors are the project's typed ones: `InvalidInput` (a broken rule, naming the field),
+    `NotFound`, `AlreadyExists`, `DeadlineExceeded`, the embedding errors
+    (`ModelUnavailable`, ...) and, for model operations, `ProjectionBusy`/`ProjectorFailed`.
+    """
+
+    def __init__(
+        self,
+        commands: PolicyCommands,
+        queries: PolicyQueries,
+        models: PolicyModelStore,
+        *,
+        active_model: str,
+        observers: Sequence[ServiceObserver] = (),
+    ) -> None:
+        self._commands = commands
+        self._queries = queries
+        self._models = models
+        self._active_model = active_model
+        self._observed = Observed(CONTEXT, observers)
+
+    @property
+    def active_model(self) -> str:
+        return self._active_model
+
+    def observe(self, observer: ServiceObserver) -> None:
+        self._observed.add(observer)
+
+    # Commands ---------------------------------------------------------------------------
+
+    def store(self, policy_id: str, content: str, metadata: Any = None) -> StoreReceipt:
+        """Store a new policy (409 `AlreadyExists` if it exists). Returns once the search
+        read model reflects it, or after `projection_wait_timeout` with `searchable=False`."""
+        return self._observed.run(
+            "store", lambda: self._commands.store(policy_id, content, metadata)
+        )
+
+    def store_many(self, policies: Sequence[NewPolicy]) -> list[StoreReceipt]:
+        """Store several new policies, all or none, embedding them in one model call."""
+        return self._observed.run("store_many", lambda: self._commands.store_many(policies))
+
+    def update(self, policy_id: str, content: str, metadata: Any = None) -> StoreReceipt:
+        """A new version: new content is re-embedded, new metadata alone is not; `metadata`
+        None keeps the current one; a change of nothing records nothing."""
+        return self._observed.run(
+            "update", lambda: self._commands.update(policy_id, content, metadata)
+        )
+
+    # Queries ----------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        similarity_threshold: float | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        cursor: str | None = None,
+        max_results: int | None = None,
+        filter: Any = None,
+    ) -> SearchAnswer:
+        """Ranked policies at or above the threshold, within `MEMORY_SEARCH_TIMEOUT`."""
+        return self._observed.run(
+            "search",
+            lambda: self._queries.search(
+                query,
+                similarity_threshold=similarity_threshold,
+                limit=limit,
+                offset=offset,
+                cursor=cursor,
+                max_results=max_results,
+                filter=filter,
+            ),
+        )
+
+    def get_by_embedding(
+        self, embedding_ref: str, *, origin: str = "direct", query: str | None = None
+    ) -> PolicyDocument:
+        """The full policy behind an embedding reference; with `origin="search"` and the
+        query, also its similarity to the query."""
+        return self._observed.run(
+            "get_by_embedding",
+            lambda: self._queries.get_by_embedding(embedding_ref, origin=origin, query=query),
+        )
+
+    def versions(self, policy_id: str) -> list[PolicyVersion]:
+        """Every version of a policy, oldest first (its event history)."""
+        return self._observed.run("versions", lambda: self._queries.versions(policy_id))
+
+    # Model operations -------------------------------------------------------------------
+
+    def models(self) -> list[StoredModel]:
+        """Every model with rows, and the active one, with their projection positions."""
+
+        def run() -> list[StoredModel]:
+            rows = self._models.rows_per_model()
+            return [
+                StoredModel(
+                    model=model_id,
+                    rows=rows.get(model_id, 0),
+                    position=self._models.position(model_id),
+                    active=model_id == self._active_model,
+                )
+                for model_id in sorted(set(rows) | {self._active_model})
+            ]
+
+        return self._observed.run("models", run)
+
+    def log_head(self) -> int | None:
+        """Notification id of the newest event in the policy log (None: empty)."""
+        return self._observed.run("log_head", self._models.head)
+
+    def reembed(
+        self, model: str, *, rebuild: bool = False, on_progress: ReembedProgress | None = None
+    ) -> ReembedReport:
+        """Embed every policy's current version with `model` (a spec) into its own rows;
+        resumable. Search keeps using the active model until the configuration switches."""
+        return self._observed.run(
+            "reembed",
+            lambda: self._models.reembed(model, rebuild=rebuild, on_progress=on_progress),
+        )
+
+    def drop_model(self, model: str) -> tuple[str, int]:
+        """Delete another model's rows, index and position: (its stored id, rows deleted).
+        Refuses the active model (`ActiveModelDrop`); `NotFound` when it has no rows."""
+
+        def run() -> tuple[str, int]:
+            model_id = self._models.stored_id(model)
+            refuse_dropping_active(
+                model_id, self._active_model, context=CONTEXT, setting=ACTIVE_MODEL_SETTING
+            )
+            stored = self._models.rows_per_model()
+            if model_id not in stored:
+                known = ", ".join(stored) or "none"
+                raise NotFound(
+                    f"no rows for model {model_id} (stored: {known})",
+                    details={"model": model_id, "stored": sorted(stored)},
+                )
+            return model_id, self._models.drop(model_id)
+
+        return self._observed.run("drop_model", run)

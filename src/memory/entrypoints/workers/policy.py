@@ -1,0 +1,85 @@
+"""The policy context's one background worker: the active model's projector, which keeps
+the search read model up to date with the event log (LISTEN/NOTIFY woken)."""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+
+from memory.application.embedding import EmbeddingModel
+from memory.entrypoints.runtime import Worker
+from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
+from memory.infrastructure.policy.metrics import POLICY_PROJECTOR_LAG, POLICY_PROJECTOR_POSITION
+from memory.infrastructure.policy.progress import ProjectionProgress
+from memory.infrastructure.policy.projector import PolicyProjector, read_tracking_position
+from memory.infrastructure.postgres.database import Database
+
+log = logging.getLogger(__name__)
+
+# While another process holds the active model's projector lease, retry this often (that
+# process keeps the read model current meanwhile; this one takes over if it stops).
+LEASE_RETRY_SECONDS = 5.0
+# How often the running projector's health is checked and its lag published as a metric.
+PROJECTOR_CHECK_SECONDS = 1.0
+
+
+class PolicyWorkers:
+    """The projector for the active model, run until cancelled, and what health reports of
+    it."""
+
+    def __init__(
+        self,
+        database: Database,
+        model: EmbeddingModel,
+        log: EventSourcedPolicyLog,
+        progress: ProjectionProgress,
+    ) -> None:
+        self._database = database
+        self._model = model
+        self._log = log
+        self._progress = progress
+        self.projector: PolicyProjector | None = None
+
+    def workers(self) -> list[Worker]:
+        return [self.run_projector]
+
+    async def run_projector(self) -> None:
+        """Project the active model's rows until cancelled. Raises if processing fails, so
+        the supervisor restarts it (it resumes from its recorded position)."""
+        projector = PolicyProjector(self._database, self._model, self._log, progress=self._progress)
+        try:
+            waiting_logged = False
+            while not await anyio.to_thread.run_sync(projector.try_start):
+                if not waiting_logged:
+                    log.info(
+                        "policy projector for %s runs in another process; standing by",
+                        self._model.identity.id,
+                    )
+                    waiting_logged = True
+                await anyio.sleep(LEASE_RETRY_SECONDS)
+            self.projector = projector
+            while True:
+                await anyio.to_thread.run_sync(projector.check)
+                await anyio.to_thread.run_sync(self._publish_lag)
+                await anyio.sleep(PROJECTOR_CHECK_SECONDS)
+        finally:
+            self.projector = None
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(projector.stop)
+
+    def positions(self) -> tuple[int | None, int | None]:
+        """(the active model's projection position, the log's head)."""
+        head = self._log.head()
+        position = read_tracking_position(self._database, self._model.identity.id)
+        return position, head
+
+    def _publish_lag(self) -> None:
+        position, head = self.positions()
+        model_id = self._model.identity.id
+        POLICY_PROJECTOR_LAG.labels(model_id).set(lag(position, head))
+        POLICY_PROJECTOR_POSITION.labels(model_id).set(position or 0)
+
+
+def lag(position: int | None, head: int | None) -> int:
+    return max(0, (head or 0) - (position or 0))
