@@ -93,9 +93,12 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
 
 
 @asynccontextmanager
-async def running_app(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
-    """Run the app's lifespan (start-up, workers, shutdown) around an in-process client."""
+async def running_app(
+    app: Starlette, *, raise_app_exceptions: bool = True
+) -> AsyncIterator[httpx.AsyncClient]:
+    """Run the app's lifespan (start-up, workers, shutdown) around an in-process client.
+    With `raise_app_exceptions=False` an unhandled error is the 500 a client would see."""
     async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
         async with httpx.AsyncClient(transport=transport, base_url="http://memory.test") as client:
             yield client

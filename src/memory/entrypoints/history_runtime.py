@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import anyio
@@ -70,7 +70,7 @@ class HistoryRuntime:
         self.model = model
         self.clock = clock
         self.model_id = model.identity.id
-        self.events = PostgresChatEventLog(database)
+        self.events = PostgresChatEventLog(database, clock=clock)
         self.windows = PostgresWindowEmbeddings(database)
         self.flag_store = PostgresFeatureFlags(database)
         self.locks = AdvisoryPartitionLocks(database.url, wait_timeout=settings.sweep_lock_timeout)
@@ -80,7 +80,8 @@ class HistoryRuntime:
         self._full_text_pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=FULL_TEXT_WORKERS, thread_name_prefix="history-full-text"
         )
-        self.ingest = IngestChatEvents(self.events)
+        max_future_skew = timedelta(seconds=settings.max_future_skew)
+        self.ingest = IngestChatEvents(self.events, clock=clock, max_future_skew=max_future_skew)
         self.search = SearchHistory(
             events=self.events,
             windows=self.windows,
@@ -89,6 +90,8 @@ class HistoryRuntime:
             model_id=self.model_id,
             full_text_pool=self._full_text_pool,
             similarity_floor=settings.history_similarity_floor,
+            clock=clock,
+            max_future_skew=max_future_skew,
         )
         self.sweeper = Sweeper(
             events=self.events,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, Protocol
 
 from starlette.routing import BaseRoute
@@ -78,6 +79,7 @@ class PolicyRuntime:
             CursorCodec(load_cursor_key(database)),
             search_timeout=settings.search_timeout,
             default_threshold=settings.policy_similarity_threshold,
+            max_future_skew=timedelta(seconds=settings.max_future_skew),
         )
         self.service = PolicyService(
             self.commands,

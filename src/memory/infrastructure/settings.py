@@ -55,6 +55,10 @@ class Settings(BaseSettings):
     # HNSW candidate list size per search (pgvector `hnsw.ef_search`, 1..1000): recall vs speed.
     policy_hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
 
+    # How far past the server's clock (seconds) a chat event's `occurred_at` and a search's
+    # time bounds may be (at most one day); earlier than 1970 is always refused (ADR 0041).
+    max_future_skew: float = Field(default=300.0, ge=0, le=86_400)
+
     # History search.
     sweep_interval: float = Field(default=60.0, gt=0)
     # After an ingest NOTIFY wakes the sweep, wait this long (seconds) so that a burst of

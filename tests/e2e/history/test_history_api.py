@@ -58,6 +58,7 @@ async def test_ingest_sweep_and_hybrid_search(history_app, event) -> None:
             "windows_skipped": 0,
             "windows_poisoned": 0,
             "windows_open": 0,
+            "events_poisoned": 0,
             "partitions": 1,
             "partitions_stalled": 0,
             "partitions_busy": 0,

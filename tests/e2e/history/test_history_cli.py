@@ -66,6 +66,7 @@ def test_sweep_once_for_one_org_with_a_progress_bar(cli_env: str, capsys) -> Non
         "windows_skipped": 0,
         "windows_poisoned": 0,
         "windows_open": 0,
+        "events_poisoned": 0,
         "partitions": 1,
         "partitions_stalled": 0,
         "partitions_busy": 0,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -190,11 +191,22 @@ async def test_filters_over_http(policy_app: Any) -> None:
             },
         )
         assert sorted(r["policy_id"] for r in by_tags.json()["results"]) == ["f1", "f2"]
+        soon = (datetime.now(UTC) + timedelta(minutes=1)).isoformat()
         future = await client.post(
-            "/v1/policies/search",
-            json={**search, "filter": {"timestamp": {"gte": "2999-01-01T00:00:00Z"}}},
+            "/v1/policies/search", json={**search, "filter": {"timestamp": {"gte": soon}}}
         )
         assert future.json()["results"] == []
+        # Past the accepted range (MEMORY_MAX_FUTURE_SKEW, ADR 0041): refused, not empty.
+        for bound in ("2999-01-01T00:00:00Z", "9999-12-31T23:59:59-14:00"):
+            refused = await client.post(
+                "/v1/policies/search", json={**search, "filter": {"timestamp": {"lt": bound}}}
+            )
+            assert fields_of(refused) == {"filter.timestamp.lt"}
+        early = await client.post(
+            "/v1/policies/search",
+            json={**search, "filter": {"timestamp": {"gte": "0001-01-01T00:00:00+14:00"}}},
+        )
+        assert fields_of(early) == {"filter.timestamp.gte"}
 
 
 async def test_conflict_and_not_found(policy_app: Any) -> None:

@@ -41,6 +41,7 @@ def test_backfill_from_an_empty_watermark(make_runtime, kit, clock) -> None:
         "windows_skipped": 1,
         "windows_poisoned": 0,
         "windows_open": 1,
+        "events_poisoned": 0,
         "partitions": 1,
         "partitions_stalled": 0,
         "partitions_busy": 0,

@@ -120,3 +120,16 @@ def test_window_content_is_one_sender_line_per_message() -> None:
 
 def test_no_messages_no_windows() -> None:
     assert sessionize([], now=at(0), budget=WORDS) == []
+
+
+def test_a_message_from_the_future_is_no_evidence_of_a_pause() -> None:
+    # 28 minutes idle at `now`; the next message is dated 32 minutes after the last one, by
+    # a clock running ahead (or years ahead): the window is still live.
+    live = [msg(1, 0), msg(2, 32)]
+    (window,) = sessionize(live, now=at(28), budget=WORDS)
+    assert window.closure is None
+    far = [msg(1, 0), ChatMessage("e9999", "ali", "hi", datetime(9999, 1, 1, tzinfo=UTC))]
+    assert sessionize(far, now=at(1), budget=WORDS)[0].closure is None
+    # Once the pause is real at `now`, the window closes as before.
+    windows = sessionize(live, now=at(30.5), budget=WORDS)
+    assert windows[0].closure is WindowClosure.GAP and windows[1].closure is None

@@ -143,3 +143,20 @@ def test_long_lived_watermarks_are_snapshotted_and_load_the_same() -> None:
     loaded = store.get(P, "m")
     assert loaded.mark == w.mark and loaded.version == w.version
     assert loaded.poison_windows == w.poison_windows and loaded.windows_skipped == w.windows_skipped
+
+
+def test_an_out_of_range_row_is_recorded_once_as_a_poison_event_and_reset_clears_it() -> None:
+    store = app()
+    mark = new_watermark(P, "hash:1024")
+    mark.skip_poison_event("x10k", "10000-01-01 13:59:59+00", "occurred_at_out_of_range")
+    mark.skip_poison_event("x10k", "10000-01-01 13:59:59+00", "occurred_at_out_of_range")
+    store.save(mark)
+    loaded = store.repository.get(mark.id)
+    assert [(p.event_id, p.occurred_at, p.reason) for p in loaded.poison_events] == [
+        ("x10k", "10000-01-01 13:59:59+00", "occurred_at_out_of_range")
+    ]
+    assert loaded.poison_windows == []
+    with pytest.raises(ValueError, match="unknown poison event reason"):
+        loaded.skip_poison_event("y", "x", "timestamp")
+    loaded.reset()
+    assert loaded.poison_events == []

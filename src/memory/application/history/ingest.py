@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
-from memory.application.history.ports import ChatEventLog
+from memory.application.history.ports import ChatEventLog, Clock
 from memory.domain.errors import InvalidInput
 from memory.domain.history.chat_event import MAX_EVENTS_PER_REQUEST, ChatEvent
+from memory.domain.time_range import DEFAULT_MAX_FUTURE_SKEW, AcceptedTimeRange
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,14 +21,27 @@ class IngestResult:
 
 
 class IngestChatEvents:
-    def __init__(self, log: ChatEventLog) -> None:
+    def __init__(
+        self,
+        log: ChatEventLog,
+        *,
+        clock: Clock,
+        max_future_skew: timedelta = DEFAULT_MAX_FUTURE_SKEW,
+    ) -> None:
         self._log = log
+        self._clock = clock
+        self._max_future_skew = max_future_skew
 
     def __call__(self, org_id: str, events: Sequence[ChatEvent]) -> IngestResult:
         """All or nothing: 1..MAX_EVENTS_PER_REQUEST events, stored in one transaction.
         Events whose id the org already has are duplicates and change nothing."""
         if not 1 <= len(events) <= MAX_EVENTS_PER_REQUEST:
             raise InvalidInput("events", f"must hold 1 to {MAX_EVENTS_PER_REQUEST} events")
+        # First, before an id is derived from the instant (UTC conversion overflows outside
+        # the range) and before anything is stored.
+        accepted = AcceptedTimeRange(self._clock(), self._max_future_skew)
+        for index, event in enumerate(events):
+            accepted.check(event.occurred_at, f"events.{index}.occurred_at")
         identified = [event.with_id(org_id) for event in events]
         stored = self._log.append(org_id, identified)
         return IngestResult(stored.event_ids, stored.inserted, len(identified) - stored.inserted)

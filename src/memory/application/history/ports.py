@@ -18,8 +18,18 @@ from memory.domain.history.partition import Partition
 from memory.domain.history.search import HistoryHit, HistoryQuery
 from memory.domain.history.sweep_plan import LateCatchUp, MainRead, PartitionRead, WatermarkMark
 from memory.domain.history.watermark import SweepWatermark
+from memory.domain.time_range import AcceptedTimeRange
 
 Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True, slots=True)
+class OutOfRangeEvent:
+    """A stored row whose instant is outside the accepted range (an older version stored
+    it), with that instant as the database prints it: it may not fit a Python datetime."""
+
+    event_id: str
+    occurred_at: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +74,13 @@ class ChatEventLog(Protocol):
         ...
 
     def count_unconsumed(self, partition: Partition, mark: WatermarkMark) -> int: ...
+
+    def out_of_range(
+        self, partition: Partition, known: Sequence[str], limit: int
+    ) -> list[OutOfRangeEvent]:
+        """Rows outside `AcceptedTimeRange.for_stored_rows` (no read above returns them),
+        except the ids in `known`; at most `limit`."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +168,8 @@ class RetentionStore(Protocol):
 
     def orgs_with_events(self) -> list[str]: ...
 
-    def purge(self, org_id: str, cutoff: datetime) -> tuple[int, int]:
-        """Delete the org's events that occurred before `cutoff` and, in the same
-        transaction, every embedding row covering one of them. Returns (events, rows)."""
+    def purge(self, org_id: str, cutoff: datetime, stored: AcceptedTimeRange) -> tuple[int, int]:
+        """Delete the org's events that occurred before `cutoff` or outside `stored` (expired:
+        docs/adr/0041) and, in the same transaction, every embedding row covering one of
+        them. Returns (events, rows)."""
         ...

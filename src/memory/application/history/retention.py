@@ -12,6 +12,7 @@ from memory.domain.history.retention import (
     check_retention_days,
     retention_cutoff,
 )
+from memory.domain.time_range import AcceptedTimeRange
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +54,15 @@ class HistoryRetention:
 
     def purge(self, org_id: str | None = None) -> PurgeReport:
         """Delete what is past each org's retention: events and, in the same transaction,
-        the embedding rows that cover them."""
+        the embedding rows that cover them. Rows outside the accepted time range count as
+        expired: a year-10000 instant is never past any cutoff (docs/adr/0041)."""
         report = PurgeReport()
         orgs = [org_id] if org_id is not None else self._store.orgs_with_events()
         now = self._clock()
+        stored = AcceptedTimeRange.for_stored_rows(now)
         for org in orgs:
             cutoff = retention_cutoff(now, self.get(org).days)
-            events, rows = self._store.purge(org, cutoff)
+            events, rows = self._store.purge(org, cutoff, stored)
             report.orgs += 1
             report.events_deleted += events
             report.embeddings_deleted += rows

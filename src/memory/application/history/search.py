@@ -8,9 +8,11 @@ the query vector and runs the exact KNN: the answer takes the longer of the two,
 from __future__ import annotations
 
 import concurrent.futures
+from datetime import timedelta
 
 from memory.application.history.ports import (
     ChatEventLog,
+    Clock,
     FeatureFlagStore,
     WindowEmbeddings,
     WindowMatch,
@@ -24,6 +26,7 @@ from memory.domain.history.search import (
     MatchedBy,
     SemanticState,
 )
+from memory.domain.time_range import DEFAULT_MAX_FUTURE_SKEW, AcceptedTimeRange
 
 
 class SearchHistory:
@@ -36,7 +39,9 @@ class SearchHistory:
         embedder: QueryEmbedder,
         model_id: str,
         full_text_pool: concurrent.futures.Executor,
+        clock: Clock,
         similarity_floor: float | None = None,
+        max_future_skew: timedelta = DEFAULT_MAX_FUTURE_SKEW,
     ) -> None:
         self._events = events
         self._windows = windows
@@ -45,8 +50,14 @@ class SearchHistory:
         self._model_id = model_id
         self._full_text_pool = full_text_pool
         self._similarity_floor = similarity_floor
+        self._clock = clock
+        self._max_future_skew = max_future_skew
 
     def __call__(self, org_id: str, query: HistoryQuery) -> HistorySearchResult:
+        accepted = AcceptedTimeRange(self._clock(), self._max_future_skew)
+        for name, bound in (("since", query.since), ("until", query.until)):
+            if bound is not None:
+                accepted.check(bound, name)
         merge = HybridMerge(query.limit)
         if not self._flags.layers(org_id).semantic_search:
             fts = self._events.full_text(org_id, query)

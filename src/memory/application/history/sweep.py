@@ -5,7 +5,9 @@ under an exclusive lock: read unconsumed messages after the watermark, sessionis
 closed windows, skip the non-substantive ones, embed the rest (no database transaction is
 open meanwhile), upsert their rows, advance the watermark; repeat until only open windows
 remain. A transient model failure stalls the partition (watermark unchanged, retried next
-pass); a window the model rejects is recorded as poison and skipped.
+pass); a window the model rejects is recorded as poison and skipped. Rows the sweep cannot
+read (an instant outside the accepted range, stored by an older version) are never part of
+a read; each is recorded once as a poison event of its own partition (docs/adr/0041).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from memory.domain.history.conversation import (
 from memory.domain.history.partition import Partition
 from memory.domain.history.substance import is_substantive
 from memory.domain.history.sweep_plan import SweepPlan, WatermarkMark, plan
-from memory.domain.history.watermark import StallReason, SweepWatermark
+from memory.domain.history.watermark import PoisonEventReason, StallReason, SweepWatermark
 from memory.domain.history.window_identity import window_id
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,9 @@ SWEEP_READ_LIMIT = 500
 # loses at most this much work.
 EMBED_BATCH_WINDOWS = 16
 POISON_REASON = "input_rejected"
+# Out-of-range rows recorded per partition per pass (bounds one pass's work on a partition
+# an older version filled with them; the purge deletes them meanwhile).
+POISON_EVENTS_PER_PASS = 100
 
 
 @dataclass
@@ -62,6 +67,7 @@ class PartitionReport:
     windows_skipped: int = 0
     windows_poisoned: int = 0
     windows_open: int = 0
+    events_poisoned: int = 0
     stalled: str | None = None
     busy: bool = False
 
@@ -72,6 +78,7 @@ class SweepReport:
     windows_skipped: int = 0
     windows_poisoned: int = 0
     windows_open: int = 0
+    events_poisoned: int = 0
     partitions: int = 0
     partitions_stalled: int = 0
     partitions_busy: int = 0
@@ -83,6 +90,7 @@ class SweepReport:
         self.windows_skipped += part.windows_skipped
         self.windows_poisoned += part.windows_poisoned
         self.windows_open += part.windows_open
+        self.events_poisoned += part.events_poisoned
         if part.stalled is not None:
             self.partitions_stalled += 1
             self.stall_reasons.append(part.stalled)
@@ -96,6 +104,7 @@ class SweepReport:
             "windows_skipped": self.windows_skipped,
             "windows_poisoned": self.windows_poisoned,
             "windows_open": self.windows_open,
+            "events_poisoned": self.events_poisoned,
             "partitions": self.partitions,
             "partitions_stalled": self.partitions_stalled,
             "partitions_busy": self.partitions_busy,
@@ -133,12 +142,15 @@ class Sweeper:
         clock: Clock,
         read_limit: int = SWEEP_READ_LIMIT,
         batch_windows: int = EMBED_BATCH_WINDOWS,
+        poison_events_per_pass: int = POISON_EVENTS_PER_PASS,
     ) -> None:
         if read_limit < WINDOW_MESSAGE_CAP:
             # A cut read must hold at least one full window, or a pass could not progress.
             raise ValueError(f"read_limit must be at least {WINDOW_MESSAGE_CAP}")
         if batch_windows < 1:
             raise ValueError("batch_windows must be positive")
+        if poison_events_per_pass < 1:
+            raise ValueError("poison_events_per_pass must be positive")
         self._events = events
         self._windows = windows
         self._watermarks = watermarks
@@ -149,6 +161,7 @@ class Sweeper:
         self._clock = clock
         self._read_limit = read_limit
         self._batch_windows = batch_windows
+        self._poison_events_per_pass = poison_events_per_pass
         self._budget = TokenBudget(model.max_input_tokens, model.count_tokens)
 
     @property
@@ -200,6 +213,7 @@ class Sweeper:
     ) -> PartitionReport:
         report = PartitionReport(partition)
         watermark = self._watermarks.get(partition, self._model_id)
+        self._skip_out_of_range(watermark, report)
         try:
             while self._step(watermark, report, model_down, stop):
                 pass
@@ -210,6 +224,24 @@ class Sweeper:
         except _Stopped:
             pass
         return report
+
+    def _skip_out_of_range(self, watermark: SweepWatermark, report: PartitionReport) -> None:
+        known = [p.event_id for p in watermark.poison_events]
+        found = self._events.out_of_range(watermark.partition, known, self._poison_events_per_pass)
+        if not found:
+            return
+        for row in found:
+            watermark.skip_poison_event(
+                row.event_id, row.occurred_at, PoisonEventReason.OCCURRED_AT_OUT_OF_RANGE
+            )
+        self._watermarks.store(watermark)
+        report.events_poisoned += len(found)
+        log.warning(
+            "history sweep: skipped %d event(s) of %s with occurred_at outside the accepted"
+            " range as poison",
+            len(found),
+            watermark.partition,
+        )
 
     def _step(
         self,

@@ -11,7 +11,7 @@ from memory.application.history.sweep import SWEEP_READ_LIMIT
 from memory.domain.history.conversation import TokenBudget
 from memory.domain.history.partition import Partition
 from memory.domain.history.sweep_plan import PartitionRead, WatermarkMark, plan
-from memory.domain.history.watermark import PoisonWindow, SweepWatermark
+from memory.domain.history.watermark import PoisonEvent, PoisonWindow, SweepWatermark
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +25,7 @@ class PartitionStatus:
     windows_embedded: int
     windows_skipped: int
     poison_windows: list[PoisonWindow]
+    poison_events: list[PoisonEvent]
     stalled: bool
     last_stall_reason: str | None
     last_stall_at: datetime | None
@@ -65,6 +66,7 @@ class SweepStatus:
             windows_embedded=watermark.windows_embedded,
             windows_skipped=watermark.windows_skipped,
             poison_windows=list(watermark.poison_windows),
+            poison_events=watermark.poison_events,
             stalled=watermark.is_stalled,
             last_stall_reason=watermark.last_stall_reason,
             last_stall_at=watermark.last_stall_at,

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory.application.embedding import EmbeddingModel
@@ -26,6 +28,7 @@ from memory.domain.policy.search import (
 )
 from memory.domain.policy.threshold import SimilarityThreshold
 from memory.domain.policy.versions import PolicyVersion, version_history
+from memory.domain.time_range import DEFAULT_MAX_FUTURE_SKEW, AcceptedTimeRange
 
 ORIGINS = ("direct", "search")
 
@@ -51,6 +54,8 @@ class PolicyQueries:
         search_timeout: float,
         default_threshold: float | None = None,
         clock: Clock = time.monotonic,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        max_future_skew: timedelta = DEFAULT_MAX_FUTURE_SKEW,
     ) -> None:
         FixedDimensionality.check_model(model.identity)
         if read_model.model_id != model.identity.id:
@@ -64,6 +69,8 @@ class PolicyQueries:
             model.identity.id, default_threshold
         )
         self._clock = clock
+        self._wall_clock = wall_clock
+        self._max_future_skew = max_future_skew
 
     @property
     def default_threshold(self) -> SimilarityThreshold:
@@ -96,7 +103,9 @@ class PolicyQueries:
             page=PageRequest.parse(
                 limit=limit, offset=offset, cursor=cursor, max_results=max_results
             ),
-            filter=SearchFilter.parse(filter),
+            filter=SearchFilter.parse(
+                filter, accepted=AcceptedTimeRange(self._wall_clock(), self._max_future_skew)
+            ),
         )
         fingerprint = request.fingerprint(self._model.identity.id)
         after = (

@@ -107,7 +107,8 @@ def sessionize(
 ) -> list[ConversationWindow]:
     """Split messages (in time order) into windows.
 
-    A gap of more than `SESSION_GAP` starts a new window; so does a window that holds
+    A gap of more than `SESSION_GAP` (up to the next message or `now`, whichever is
+    earlier) starts a new window; so does a window that holds
     `WINDOW_MESSAGE_CAP` messages, or one the next message would push past the model's input
     limit. A single message longer than the limit on its own still forms a window (the model
     reads its beginning; full-text search covers all of it).
@@ -122,7 +123,7 @@ def sessionize(
     current: list[ChatMessage] = []
     for message in ordered:
         if current:
-            closure = _boundary(current, message, budget)
+            closure = _boundary(current, message, budget, now)
             if closure is not None:
                 windows.append(ConversationWindow(tuple(current), closure))
                 current = []
@@ -133,9 +134,11 @@ def sessionize(
 
 
 def _boundary(
-    current: list[ChatMessage], following: ChatMessage, budget: TokenBudget
+    current: list[ChatMessage], following: ChatMessage, budget: TokenBudget, now: datetime
 ) -> WindowClosure | None:
-    if following.occurred_at - current[-1].occurred_at > SESSION_GAP:
+    # A pause is measured up to the next message, but never past `now`: a message dated in
+    # the future (a client's clock) is no evidence that the conversation paused until then.
+    if min(following.occurred_at, now) - current[-1].occurred_at > SESSION_GAP:
         return WindowClosure.GAP
     if len(current) >= WINDOW_MESSAGE_CAP:
         return WindowClosure.MESSAGE_CAP

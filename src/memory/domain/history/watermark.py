@@ -42,6 +42,24 @@ class PoisonWindow:
     recorded_at: datetime
 
 
+class PoisonEventReason:
+    """Why a stored row was skipped without being read (stored as these codes)."""
+
+    OCCURRED_AT_OUT_OF_RANGE = "occurred_at_out_of_range"
+
+
+@dataclass(frozen=True, slots=True)
+class PoisonEvent:
+    """A stored row the sweep cannot read or window (an older version accepted an instant
+    outside the accepted range); skipped so it cannot stop the sweep. `occurred_at` is the
+    instant as the database prints it: it may not fit a Python datetime."""
+
+    event_id: str
+    occurred_at: str
+    reason: str
+    recorded_at: datetime
+
+
 def _position(at: datetime | None, event_id: str | None) -> SweepPosition | None:
     if at is None or event_id is None:
         return None
@@ -72,6 +90,7 @@ class SweepWatermark(Aggregate):
         self.windows_skipped = 0
         # Plain data only, so that the library can snapshot the aggregate.
         self._poison: list[dict[str, Any]] = []
+        self._poison_events: list[dict[str, Any]] = []
         self.stalls = 0
         self.last_stall_reason: str | None = None
         self.last_stall_at: datetime | None = None
@@ -93,6 +112,15 @@ class SweepWatermark(Aggregate):
                 p["recorded_at"],
             )
             for p in self._poison
+        ]
+
+    @property
+    def poison_events(self) -> list[PoisonEvent]:
+        # Absent from snapshots taken before poison events existed.
+        recorded: list[dict[str, Any]] = self.__dict__.get("_poison_events", [])
+        return [
+            PoisonEvent(p["event_id"], p["occurred_at"], p["reason"], p["recorded_at"])
+            for p in recorded
         ]
 
     @property
@@ -165,6 +193,14 @@ class SweepWatermark(Aggregate):
             reason=reason,
         )
 
+    def skip_poison_event(self, event_id: str, occurred_at: str, reason: str) -> None:
+        """Record a stored row the sweep skips without reading; once per event."""
+        if reason != PoisonEventReason.OCCURRED_AT_OUT_OF_RANGE:
+            raise ValueError(f"unknown poison event reason {reason!r}")
+        if any(p.event_id == event_id for p in self.poison_events):
+            return
+        self._poison_event_skipped(event_id=event_id, occurred_at=occurred_at, reason=reason)
+
     def reset(self) -> None:
         """Forget all progress (the model's rows were dropped): a later pass with this model
         starts from empty, i.e. rebuilds."""
@@ -224,6 +260,18 @@ class SweepWatermark(Aggregate):
             }
         )
 
+    @event("PoisonEventSkipped")
+    def _poison_event_skipped(self, event_id: str, occurred_at: str, reason: str) -> None:
+        recorded = self.__dict__.setdefault("_poison_events", [])
+        recorded.append(
+            {
+                "event_id": event_id,
+                "occurred_at": occurred_at,
+                "reason": reason,
+                "recorded_at": self.modified_on,
+            }
+        )
+
     @event("Reset")
     def _reset(self) -> None:
         self._position_at = None
@@ -233,6 +281,7 @@ class SweepWatermark(Aggregate):
         self._late_cursor_at = None
         self._late_cursor_event_id = None
         self._poison = []
+        self._poison_events = []
 
     def __repr__(self) -> str:
         return f"SweepWatermark({self.partition}, {self.model}, {self.mark})"

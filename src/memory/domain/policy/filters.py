@@ -19,6 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from memory.domain.errors import InvalidInput
+from memory.domain.time_range import AcceptedTimeRange
 
 FILTER_KEYS = ("source", "title", "tags", "metadata", "timestamp")
 TIME_BOUNDS = ("gte", "gt", "lte", "lt")
@@ -59,7 +60,11 @@ class SearchFilter:
     timestamp: TimeRange | None = None
 
     @classmethod
-    def parse(cls, data: Any, *, field: str = "filter") -> SearchFilter:
+    def parse(
+        cls, data: Any, *, field: str = "filter", accepted: AcceptedTimeRange | None = None
+    ) -> SearchFilter:
+        """`accepted`: the range time bounds must lie in (docs/adr/0041); the use case
+        passes it with the server's clock."""
         if data is None:
             return cls()
         if not isinstance(data, dict):
@@ -75,7 +80,7 @@ class SearchFilter:
             title=_text(data.get("title"), f"{field}.title"),
             tags=_tags(data.get("tags"), f"{field}.tags"),
             metadata=_metadata(data.get("metadata"), f"{field}.metadata"),
-            timestamp=_time_range(data.get("timestamp"), f"{field}.timestamp"),
+            timestamp=_time_range(data.get("timestamp"), f"{field}.timestamp", accepted),
         )
 
     @property
@@ -150,7 +155,7 @@ def _metadata(value: Any, field: str) -> dict[str, Scalar]:
     return out
 
 
-def _time_range(value: Any, field: str) -> TimeRange | None:
+def _time_range(value: Any, field: str, accepted: AcceptedTimeRange | None) -> TimeRange | None:
     if value is None:
         return None
     if not isinstance(value, dict) or not value:
@@ -163,6 +168,8 @@ def _time_range(value: Any, field: str) -> TimeRange | None:
     bounds: dict[str, datetime] = {}
     for key, text in value.items():
         bounds[key] = _instant(text, f"{field}.{key}")
+        if accepted is not None:
+            accepted.check(bounds[key], f"{field}.{key}")
     if "gte" in bounds and "gt" in bounds:
         raise InvalidInput(field, "give gte or gt, not both")
     if "lte" in bounds and "lt" in bounds:

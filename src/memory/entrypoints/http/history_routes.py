@@ -337,6 +337,15 @@ def _partition_status(status: PartitionStatus) -> dict[str, Any]:
             }
             for p in status.poison_windows
         ],
+        "poison_events": [
+            {
+                "event_id": p.event_id,
+                "occurred_at": p.occurred_at,
+                "reason": p.reason,
+                "recorded_at": p.recorded_at.isoformat(),
+            }
+            for p in status.poison_events
+        ],
         "stalled": status.stalled,
         "last_stall": (
             {"reason": status.last_stall_reason, "at": _iso(status.last_stall_at)}

@@ -1,4 +1,10 @@
-"""`dw_chat_events` in PostgreSQL: ingest, full-text search, and the sweep's reads."""
+"""`dw_chat_events` in PostgreSQL: ingest, full-text search, and the sweep's reads.
+
+Every read that returns rows (search, the sweep, sweep status) sees only rows inside
+`AcceptedTimeRange.for_stored_rows` (docs/adr/0041): a row an older version stored with an
+instant psycopg cannot even load (year 10000, 1 BC) is never fetched, so it cannot make an
+org's search or anyone's sweep fail. `out_of_range` finds such rows for the sweep to record.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,14 @@ from typing import Any, cast
 
 from psycopg import sql
 
-from memory.application.history.ports import StoredEvents
+from memory.application.history.ports import Clock, OutOfRangeEvent, StoredEvents
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.conversation import ChatMessage
 from memory.domain.history.partition import Partition
 from memory.domain.history.search import HistoryHit, HistoryQuery, MatchedBy
 from memory.domain.history.sweep_plan import LateCatchUp, MainRead, PartitionRead, WatermarkMark
+from memory.domain.time_range import AcceptedTimeRange
+from memory.infrastructure.history.clock import system_clock
 from memory.infrastructure.history.locks import INGEST_LOCK_CLASS
 from memory.infrastructure.history.sql_filters import EMBEDDABLE, event_filters
 from memory.infrastructure.postgres.database import Database
@@ -41,13 +49,20 @@ _INSERT_PARTITIONS = sql.SQL(
 _PARTITION = sql.SQL(
     "org_id = %(org_id)s AND provider = %(provider)s AND external_channel_id = %(channel_id)s"
 )
+_IN_RANGE = sql.SQL("occurred_at >= %(earliest)s AND occurred_at <= %(latest)s")
+_OUT_OF_RANGE = sql.SQL("(occurred_at < %(earliest)s OR occurred_at > %(latest)s)")
 _MESSAGE_COLUMNS = sql.SQL("event_id, sender, message_text, occurred_at")
 _HIT_COLUMNS = sql.SQL("event_id, provider, external_channel_id, sender, message_text, occurred_at")
 
 
 class PostgresChatEventLog:
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, *, clock: Clock = system_clock) -> None:
         self._db = database
+        self._clock = clock
+
+    def _range(self, params: dict[str, Any]) -> dict[str, Any]:
+        accepted = AcceptedTimeRange.for_stored_rows(self._clock())
+        return params | {"earliest": accepted.earliest, "latest": accepted.latest}
 
     # Ingest ---------------------------------------------------------------------------
 
@@ -78,15 +93,15 @@ class PostgresChatEventLog:
     # Search ---------------------------------------------------------------------------
 
     def full_text(self, org_id: str, query: HistoryQuery) -> list[HistoryHit]:
-        params: dict[str, Any] = {"org_id": org_id, "q": query.text, "limit": query.limit}
+        params = self._range({"org_id": org_id, "q": query.text, "limit": query.limit})
         statement = sql.SQL(
             """
             SELECT {columns} FROM dw_chat_events, plainto_tsquery('simple', %(q)s) AS q
-            WHERE org_id = %(org_id)s AND search_tsv @@ q{filters}
+            WHERE org_id = %(org_id)s AND search_tsv @@ q AND {in_range}{filters}
             ORDER BY ts_rank(search_tsv, q) DESC, occurred_at DESC, event_id
             LIMIT %(limit)s
             """
-        ).format(columns=_HIT_COLUMNS, filters=event_filters(query, params))
+        ).format(columns=_HIT_COLUMNS, in_range=_IN_RANGE, filters=event_filters(query, params))
         with self._db.connection() as conn:
             rows = conn.execute(statement, params).fetchall()
         return [_hit(row, MatchedBy.FTS) for row in rows]
@@ -94,11 +109,11 @@ class PostgresChatEventLog:
     def messages(
         self, org_id: str, event_ids: Sequence[str], query: HistoryQuery
     ) -> list[HistoryHit]:
-        params: dict[str, Any] = {"org_id": org_id, "ids": list(event_ids)}
+        params = self._range({"org_id": org_id, "ids": list(event_ids)})
         statement = sql.SQL(
             "SELECT {columns} FROM dw_chat_events"
-            " WHERE org_id = %(org_id)s AND event_id = ANY(%(ids)s::text[]){filters}"
-        ).format(columns=_HIT_COLUMNS, filters=event_filters(query, params))
+            " WHERE org_id = %(org_id)s AND event_id = ANY(%(ids)s::text[]) AND {in_range}{filters}"
+        ).format(columns=_HIT_COLUMNS, in_range=_IN_RANGE, filters=event_filters(query, params))
         with self._db.connection() as conn:
             rows = conn.execute(statement, params).fetchall()
         return [_hit(row, MatchedBy.SEMANTIC) for row in rows]
@@ -121,7 +136,7 @@ class PostgresChatEventLog:
     def read_main(self, partition: Partition, mark: WatermarkMark, limit: int) -> MainRead:
         """One statement, so one snapshot, for the horizon, the late check and the read
         (docs/adr/0030); the read is empty when late messages wait."""
-        params = _partition_params(partition) | {"limit": limit + 1}
+        params = self._range(_partition_params(partition) | {"limit": limit + 1})
         late: sql.Composable = sql.SQL("FALSE")
         after: sql.Composable = sql.SQL("")
         if mark.position is not None:
@@ -131,10 +146,10 @@ class PostgresChatEventLog:
                 "p_id": mark.position.event_id,
             }
             late = sql.SQL(
-                "EXISTS (SELECT 1 FROM dw_chat_events WHERE {p} AND {e}"
+                "EXISTS (SELECT 1 FROM dw_chat_events WHERE {p} AND {e} AND {r}"
                 " AND ingest_seq > %(seen_seq)s"
                 " AND (occurred_at, event_id) <= (%(p_at)s, %(p_id)s))"
-            ).format(p=_PARTITION, e=EMBEDDABLE)
+            ).format(p=_PARTITION, e=EMBEDDABLE, r=_IN_RANGE)
             after = sql.SQL(" AND (occurred_at, event_id) > (%(p_at)s, %(p_id)s)")
         statement = sql.SQL(
             """
@@ -144,13 +159,20 @@ class PostgresChatEventLog:
                        {late} AS late),
                  stream AS (
                 SELECT {columns} FROM dw_chat_events
-                WHERE {p} AND {e}{after} AND NOT (SELECT late FROM state)
+                WHERE {p} AND {e} AND {r}{after} AND NOT (SELECT late FROM state)
                 ORDER BY occurred_at, event_id LIMIT %(limit)s)
             SELECT state.horizon, state.late, stream.*
             FROM state LEFT JOIN stream ON TRUE
             ORDER BY stream.occurred_at, stream.event_id
             """
-        ).format(p=_PARTITION, e=EMBEDDABLE, late=late, after=after, columns=_MESSAGE_COLUMNS)
+        ).format(
+            p=_PARTITION,
+            e=EMBEDDABLE,
+            r=_IN_RANGE,
+            late=late,
+            after=after,
+            columns=_MESSAGE_COLUMNS,
+        )
         with self._db.connection() as conn:
             rows = conn.execute(statement, params).fetchall()
         first = rows[0]  # the state row is always there, with or without messages
@@ -165,7 +187,7 @@ class PostgresChatEventLog:
     ) -> PartitionRead:
         if mark.position is None:
             raise ValueError("nothing can be late before anything was consumed")
-        params = _partition_params(partition) | {
+        params = self._range(_partition_params(partition)) | {
             "limit": limit + 1,
             "seen_seq": mark.seen_seq,
             "horizon": late.horizon_seq,
@@ -177,17 +199,17 @@ class PostgresChatEventLog:
             params |= {"c_at": late.cursor.occurred_at, "c_id": late.cursor.event_id}
             after = sql.SQL(" AND (occurred_at, event_id) > (%(c_at)s, %(c_id)s)")
         statement = sql.SQL(
-            "SELECT {columns} FROM dw_chat_events WHERE {p} AND {e}"
+            "SELECT {columns} FROM dw_chat_events WHERE {p} AND {e} AND {r}"
             " AND ingest_seq > %(seen_seq)s AND ingest_seq <= %(horizon)s"
             " AND (occurred_at, event_id) <= (%(p_at)s, %(p_id)s){after}"
             " ORDER BY occurred_at, event_id LIMIT %(limit)s"
-        ).format(columns=_MESSAGE_COLUMNS, p=_PARTITION, e=EMBEDDABLE, after=after)
+        ).format(columns=_MESSAGE_COLUMNS, p=_PARTITION, e=EMBEDDABLE, r=_IN_RANGE, after=after)
         with self._db.connection() as conn:
             rows = conn.execute(statement, params).fetchall()
         return _read(rows, limit)
 
     def count_unconsumed(self, partition: Partition, mark: WatermarkMark) -> int:
-        params = _partition_params(partition)
+        params = self._range(_partition_params(partition))
         condition: sql.Composable
         if mark.position is None:
             condition = sql.SQL("TRUE")
@@ -213,12 +235,30 @@ class PostgresChatEventLog:
                 " OR (ingest_seq > %(seen_seq)s AND NOT {late_done}))"
             ).format(late_done=late_done)
         statement = sql.SQL(
-            "SELECT count(*) AS n FROM dw_chat_events WHERE {p} AND {e} AND {c}"
-        ).format(p=_PARTITION, e=EMBEDDABLE, c=condition)
+            "SELECT count(*) AS n FROM dw_chat_events WHERE {p} AND {e} AND {r} AND {c}"
+        ).format(p=_PARTITION, e=EMBEDDABLE, r=_IN_RANGE, c=condition)
         with self._db.connection() as conn:
             row = conn.execute(statement, params).fetchone()
         assert row is not None
         return int(cast(int, row["n"]))
+
+    def out_of_range(
+        self, partition: Partition, known: Sequence[str], limit: int
+    ) -> list[OutOfRangeEvent]:
+        """Up to `limit` of the partition's rows outside the stored range, except `known`.
+        The instant is formatted by PostgreSQL: psycopg could not load it as a datetime."""
+        params = self._range(_partition_params(partition)) | {
+            "known": list(known),
+            "limit": limit,
+        }
+        statement = sql.SQL(
+            "SELECT event_id, occurred_at::text AS occurred_at FROM dw_chat_events"
+            " WHERE {p} AND {out} AND event_id <> ALL(%(known)s::text[])"
+            " ORDER BY event_id LIMIT %(limit)s"
+        ).format(p=_PARTITION, out=_OUT_OF_RANGE)
+        with self._db.connection() as conn:
+            rows = conn.execute(statement, params).fetchall()
+        return [OutOfRangeEvent(str(r["event_id"]), str(r["occurred_at"])) for r in rows]
 
 
 def _partition_params(partition: Partition) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import cast
 
+from memory.domain.time_range import AcceptedTimeRange
 from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
 from memory.infrastructure.postgres.database import Database
 
@@ -36,20 +37,28 @@ class PostgresRetention:
             ).fetchall()
         return [str(r["org_id"]) for r in rows]
 
-    def purge(self, org_id: str, cutoff: datetime) -> tuple[int, int]:
+    def purge(self, org_id: str, cutoff: datetime, stored: AcceptedTimeRange) -> tuple[int, int]:
         """One transaction. A window covering a purged event starts before the cutoff
         (its first message is at or before that event), so `first_occurred_at < cutoff`
-        finds exactly the rows covering purged events."""
+        finds exactly the rows covering purged events; likewise a window covering an event
+        past the stored range ends past it. Both conditions are index range scans."""
+        params = {
+            "org_id": org_id,
+            "before": max(cutoff, stored.earliest),
+            "after": stored.latest,
+        }
         with self._db.connection() as conn:
             conn.execute(
                 "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (RETENTION_LOCK_CLASS, org_id)
             )
             rows = conn.execute(
-                "DELETE FROM dw_message_embeddings WHERE org_id = %s AND first_occurred_at < %s",
-                (org_id, cutoff),
+                "DELETE FROM dw_message_embeddings WHERE org_id = %(org_id)s"
+                " AND (first_occurred_at < %(before)s OR last_occurred_at > %(after)s)",
+                params,
             ).rowcount
             events = conn.execute(
-                "DELETE FROM dw_chat_events WHERE org_id = %s AND occurred_at < %s",
-                (org_id, cutoff),
+                "DELETE FROM dw_chat_events WHERE org_id = %(org_id)s"
+                " AND (occurred_at < %(before)s OR occurred_at > %(after)s)",
+                params,
             ).rowcount
         return events, rows

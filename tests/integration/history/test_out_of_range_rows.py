@@ -1,0 +1,73 @@
+"""Rows an older version stored with an instant outside the accepted range (ADR 0041),
+simulated by direct SQL: never read, recorded once per event as poison of their own
+partition (a bounded number per pass), and deleted by the purge as expired."""
+
+from __future__ import annotations
+
+from memory.application.history.sweep import Sweeper
+from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
+
+HOSTILE = [
+    ("x1", "9999-12-31T23:59:59-14:00"),
+    ("x2", "0001-01-01T00:00:00+14:00"),
+    ("x3", "1969-07-20T20:17:00Z"),
+]
+
+
+def store_as_an_older_version(kit, org: str, channel: str) -> None:
+    with kit.database.connection() as conn:
+        for event_id, occurred_at in HOSTILE:
+            conn.execute(
+                "INSERT INTO dw_chat_events (org_id, event_id, provider, external_channel_id,"
+                " sender, event_type, decision, message_text, occurred_at)"
+                " VALUES (%s, %s, 'slack', %s, 'x', 'message', 'received',"
+                " 'an impossible message about a password reset', %s::timestamptz)",
+                (org, event_id, channel, occurred_at),
+            )
+        conn.execute(
+            "INSERT INTO dw_chat_partitions VALUES (%s, 'slack', %s) ON CONFLICT DO NOTHING",
+            (org, channel),
+        )
+
+
+def test_out_of_range_rows_are_poison_of_their_partition_a_bounded_number_per_pass(
+    make_runtime, kit
+) -> None:
+    runtime = make_runtime()
+    runtime.flags.set_global(SEMANTIC_SEARCH_FLAG, True)
+    runtime.ingest_events("acme", [kit.message("ok1", 0), kit.message("ok2", 60, channel="C2")])
+    store_as_an_older_version(kit, "acme", "C1")
+    sweeper = Sweeper(
+        events=runtime.events,
+        windows=runtime.windows,
+        watermarks=runtime.watermarks,
+        locks=runtime.locks,
+        flags=runtime.flag_store,
+        model=runtime.model,
+        clock=runtime.clock,
+        poison_events_per_pass=2,
+    )
+    first = sweeper.run_pass()
+    assert (first.events_poisoned, first.windows_embedded) == (2, 2)
+    assert sweeper.run_pass().events_poisoned == 1
+    assert sweeper.run_pass().events_poisoned == 0
+    c1, c2 = runtime.sweep_status("acme")
+    assert sorted(p.event_id for p in c1.poison_events) == ["x1", "x2", "x3"]
+    assert c2.poison_events == []
+    assert sorted(kit.covered()) == ["ok1", "ok2"]
+
+
+def test_the_purge_deletes_out_of_range_rows_as_expired_and_keeps_the_rest(
+    make_runtime, kit
+) -> None:
+    runtime = make_runtime()
+    runtime.ingest_events("acme", [kit.message("ok1", 0)])
+    store_as_an_older_version(kit, "acme", "C1")
+    store_as_an_older_version(kit, "other", "C1")
+    report = runtime.run_purge("acme")
+    assert report.events_deleted == 3
+    remaining = kit.scalar(
+        "SELECT array_agg(event_id ORDER BY event_id) FROM dw_chat_events WHERE org_id = 'acme'"
+    )
+    assert remaining == ["ok1"]
+    assert kit.scalar("SELECT count(*) FROM dw_chat_events WHERE org_id = 'other'") == 3
