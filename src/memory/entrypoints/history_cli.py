@@ -138,6 +138,7 @@ def _status(args: argparse.Namespace) -> int:
                         "lag_events": s.lag_events,
                         "oldest_closed_window_age_seconds": s.oldest_closed_window_age_seconds,
                         "poison_windows": len(s.poison_windows),
+                        "poison_events": len(s.poison_events),
                         "stalled": s.stalled,
                     }
                     for s in statuses

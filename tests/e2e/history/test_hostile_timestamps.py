@@ -4,6 +4,7 @@ status, the sweep of any other org, nor the purge."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -142,6 +143,9 @@ async def test_rows_stored_out_of_range_stop_nothing_and_are_purged(
         assert [r["event_id"] for r in found.json()["results"]] == ["m1"]
         # Recorded once: the next pass does not record them again.
         assert (await client.post("/v1/sweep")).json()["events_poisoned"] == 0
+        metrics = (await client.get("/metrics")).text
+        poisoned = re.search(r"^memory_history_sweep_poison_events_total (\S+)$", metrics, re.M)
+        assert poisoned is not None and float(poisoned.group(1)) >= 2
 
         # Out of range counts as expired: the purge removes them, and only them.
         purged = (await client.post("/v1/purge", json={"org_id": "org-a"})).json()

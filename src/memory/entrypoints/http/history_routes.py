@@ -64,12 +64,6 @@ def _no_control_characters(value: str) -> str:
     return value
 
 
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
-
-
 Name = Annotated[
     str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(_no_control_characters)
 ]
@@ -98,7 +92,8 @@ class ChatEventBody(StrictBody):
     sender: Name
     event_type: str = Field(default=EVENT_TYPE_MESSAGE, pattern=KIND_PATTERN)
     decision: str = Field(default=DEFAULT_DECISION, pattern=KIND_PATTERN)
-    text: Annotated[str, Field(max_length=MAX_MESSAGE_CHARS), AfterValidator(_no_nul)]
+    # NUL (and lone surrogates) are refused for every field by the parser (ADR 0040).
+    text: str = Field(max_length=MAX_MESSAGE_CHARS)
     occurred_at: Instant
 
     def to_domain(self) -> ChatEvent:

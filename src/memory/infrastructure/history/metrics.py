@@ -17,6 +17,10 @@ SWEEP_WINDOWS = Counter(
 SWEEP_STALLS = Counter(
     "memory_history_sweep_stalls_total", "Partitions stalled by a model failure", ["reason"]
 )
+SWEEP_POISON_EVENTS = Counter(
+    "memory_history_sweep_poison_events_total",
+    "Stored events skipped unread as poison (occurred_at outside the accepted range)",
+)
 SWEEP_PASSES = Counter("memory_history_sweep_passes_total", "Sweep passes run", ["trigger"])
 SWEEP_SECONDS = Histogram(
     "memory_history_sweep_seconds",
@@ -43,6 +47,7 @@ def record_sweep(report: SweepReport, seconds: float, trigger: str) -> None:
     SWEEP_WINDOWS.labels("embedded").inc(report.windows_embedded)
     SWEEP_WINDOWS.labels("skipped").inc(report.windows_skipped)
     SWEEP_WINDOWS.labels("poisoned").inc(report.windows_poisoned)
+    SWEEP_POISON_EVENTS.inc(report.events_poisoned)
     SWEEP_OPEN_WINDOWS.set(report.windows_open)
     for reason in report.stall_reasons:
         SWEEP_STALLS.labels(reason).inc()
