@@ -1,6 +1,6 @@
 """Rows an older version stored with an instant outside the accepted range (ADR 0041),
 simulated by direct SQL: never read, recorded once per event as poison of their own
-partition (a bounded number per pass), and deleted by the purge as expired."""
+partition (a bounded number per read), and deleted by the purge as expired."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def store_as_an_older_version(kit, org: str, channel: str) -> None:
         )
 
 
-def test_out_of_range_rows_are_poison_of_their_partition_a_bounded_number_per_pass(
+def test_out_of_range_rows_are_poison_of_their_partition_a_bounded_number_per_read(
     make_runtime, kit
 ) -> None:
     runtime = make_runtime()
@@ -45,7 +45,7 @@ def test_out_of_range_rows_are_poison_of_their_partition_a_bounded_number_per_pa
         flags=runtime.flag_store,
         model=runtime.model,
         clock=runtime.clock,
-        poison_events_per_pass=2,
+        poison_events_per_read=2,
     )
     first = sweeper.run_pass()
     assert (first.events_poisoned, first.windows_embedded) == (2, 2)

@@ -143,6 +143,14 @@ def test_a_strict_body_takes_json_numbers_and_iso_strings() -> None:
     assert (typed.days, typed.ratio, typed.flag, typed.at is not None) == (30, 1.0, True, True)
 
 
+@pytest.mark.parametrize("text", ["1700000000", "1700000000.5", "-62135596800", "2026-01-01"])
+def test_instants_are_iso_dates_never_unix_seconds_in_a_string(text: str) -> None:
+    with pytest.raises(RequestInvalid) as caught:
+        validate(Query, {"at": text})
+    assert caught.value.details["fields"][0]["field"] == "at"
+    assert validate(Query, {"at": "2026-01-01 08:00:00+08:00"}).at is not None
+
+
 @pytest.mark.parametrize("text", ["+5", "5.0", "1_0", " 5", "0x5", "five", ""])
 def test_query_integers_are_decimal_text_only(text: str) -> None:
     with pytest.raises(RequestInvalid) as caught:

@@ -55,9 +55,10 @@ SWEEP_READ_LIMIT = 500
 # loses at most this much work.
 EMBED_BATCH_WINDOWS = 16
 POISON_REASON = "input_rejected"
-# Out-of-range rows recorded per partition per pass (bounds one pass's work on a partition
-# an older version filled with them; the purge deletes them meanwhile).
-POISON_EVENTS_PER_PASS = 100
+# Out-of-range rows recorded per main-stream read of a partition (bounds the work and the
+# watermark events one read adds for a partition an older version filled with them; the
+# purge deletes them meanwhile).
+POISON_EVENTS_PER_READ = 100
 
 
 @dataclass
@@ -142,15 +143,15 @@ class Sweeper:
         clock: Clock,
         read_limit: int = SWEEP_READ_LIMIT,
         batch_windows: int = EMBED_BATCH_WINDOWS,
-        poison_events_per_pass: int = POISON_EVENTS_PER_PASS,
+        poison_events_per_read: int = POISON_EVENTS_PER_READ,
     ) -> None:
         if read_limit < WINDOW_MESSAGE_CAP:
             # A cut read must hold at least one full window, or a pass could not progress.
             raise ValueError(f"read_limit must be at least {WINDOW_MESSAGE_CAP}")
         if batch_windows < 1:
             raise ValueError("batch_windows must be positive")
-        if poison_events_per_pass < 1:
-            raise ValueError("poison_events_per_pass must be positive")
+        if poison_events_per_read < 1:
+            raise ValueError("poison_events_per_read must be positive")
         self._events = events
         self._windows = windows
         self._watermarks = watermarks
@@ -161,7 +162,7 @@ class Sweeper:
         self._clock = clock
         self._read_limit = read_limit
         self._batch_windows = batch_windows
-        self._poison_events_per_pass = poison_events_per_pass
+        self._poison_events_per_read = poison_events_per_read
         self._budget = TokenBudget(model.max_input_tokens, model.count_tokens)
 
     @property
@@ -213,7 +214,6 @@ class Sweeper:
     ) -> PartitionReport:
         report = PartitionReport(partition)
         watermark = self._watermarks.get(partition, self._model_id)
-        self._skip_out_of_range(watermark, report)
         try:
             while self._step(watermark, report, model_down, stop):
                 pass
@@ -226,8 +226,10 @@ class Sweeper:
         return report
 
     def _skip_out_of_range(self, watermark: SweepWatermark, report: PartitionReport) -> None:
+        """Record the partition's unrecorded out-of-range rows (the main read said there
+        are some: the common case costs no query of its own)."""
         known = [p.event_id for p in watermark.poison_events]
-        found = self._events.out_of_range(watermark.partition, known, self._poison_events_per_pass)
+        found = self._events.out_of_range(watermark.partition, known, self._poison_events_per_read)
         if not found:
             return
         for row in found:
@@ -255,6 +257,8 @@ class Sweeper:
         partition = watermark.partition
         if mark.late is None:
             main = self._events.read_main(partition, mark, self._read_limit)
+            if main.out_of_range:
+                self._skip_out_of_range(watermark, report)
             if not main.late_pending:
                 swept = plan(main.read, now=self._clock(), budget=self._budget)
 

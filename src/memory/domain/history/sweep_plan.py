@@ -95,11 +95,13 @@ class PartitionRead:
 @dataclass(frozen=True, slots=True)
 class MainRead:
     """A main-stream read and what its snapshot said: the partition's highest ingest
-    number, and whether late messages are waiting (then `read` is empty)."""
+    number, whether late messages are waiting (then `read` is empty), and whether the
+    partition holds rows outside the accepted time range (never part of any read)."""
 
     read: PartitionRead
     horizon_seq: int
     late_pending: bool
+    out_of_range: bool = False
 
 
 @dataclass(frozen=True, slots=True)

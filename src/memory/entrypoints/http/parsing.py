@@ -32,6 +32,8 @@ M = TypeVar("M", bound=BaseModel)
 JSON_INTEGER_MAX_DIGITS = 4300
 _UNSAFE_TEXT = re.compile("[\x00\ud800-\udfff]")
 _DECIMAL = re.compile(r"-?[0-9]+")
+# pydantic would read "1700000000" as Unix seconds: an instant must be written as a date.
+_ISO_DATE_START = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 class StrictBody(BaseModel):
@@ -48,7 +50,7 @@ class QueryParams(BaseModel):
 
 
 def _iso_text(value: Any) -> Any:
-    if not isinstance(value, str):
+    if not isinstance(value, str) or not _ISO_DATE_START.match(value):
         raise ValueError("must be an ISO 8601 date-time string")
     return value
 

@@ -156,12 +156,14 @@ class PostgresChatEventLog:
             WITH state AS (
                 SELECT (SELECT coalesce(max(ingest_seq), 0) FROM dw_chat_events WHERE {p})
                            AS horizon,
-                       {late} AS late),
+                       {late} AS late,
+                       EXISTS (SELECT 1 FROM dw_chat_events WHERE {p} AND {out})
+                           AS out_of_range),
                  stream AS (
                 SELECT {columns} FROM dw_chat_events
                 WHERE {p} AND {e} AND {r}{after} AND NOT (SELECT late FROM state)
                 ORDER BY occurred_at, event_id LIMIT %(limit)s)
-            SELECT state.horizon, state.late, stream.*
+            SELECT state.horizon, state.late, state.out_of_range, stream.*
             FROM state LEFT JOIN stream ON TRUE
             ORDER BY stream.occurred_at, stream.event_id
             """
@@ -169,6 +171,7 @@ class PostgresChatEventLog:
             p=_PARTITION,
             e=EMBEDDABLE,
             r=_IN_RANGE,
+            out=_OUT_OF_RANGE,
             late=late,
             after=after,
             columns=_MESSAGE_COLUMNS,
@@ -177,10 +180,11 @@ class PostgresChatEventLog:
             rows = conn.execute(statement, params).fetchall()
         first = rows[0]  # the state row is always there, with or without messages
         horizon = int(cast(int, first["horizon"]))
+        out_of_range = bool(first["out_of_range"])
         if first["late"]:
-            return MainRead(PartitionRead((), True), horizon, True)
+            return MainRead(PartitionRead((), True), horizon, True, out_of_range)
         messages = [r for r in rows if r["event_id"] is not None]
-        return MainRead(_read(messages, limit), horizon, False)
+        return MainRead(_read(messages, limit), horizon, False, out_of_range)
 
     def read_late(
         self, partition: Partition, mark: WatermarkMark, late: LateCatchUp, limit: int
