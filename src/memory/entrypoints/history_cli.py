@@ -1,5 +1,5 @@
 """Operator commands of the history context: `memory sweep`, `memory purge`, and
-`memory history ...` (drop-model, retention, status)."""
+`memory history ...` (drop-model, retention, status, reindex)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,24 @@ class _ProgressBar:
         self._skipped += report.windows_skipped
         self._bar.set_postfix(embedded=self._embedded, skipped=self._skipped, refresh=False)
         self._bar.update(1)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+class _ReindexBar:
+    """A tqdm bar over the rows a re-index rewrites."""
+
+    def __init__(self) -> None:
+        self._bar: tqdm[Any] | None = None
+
+    def started(self, stale_rows: int) -> None:
+        self._bar = tqdm(total=stale_rows, unit="row", desc="reindex")
+
+    def batch_done(self, rows: int) -> None:
+        if self._bar is not None:
+            self._bar.update(rows)
 
     def close(self) -> None:
         if self._bar is not None:
@@ -148,6 +166,17 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reindex(args: argparse.Namespace) -> int:
+    with _history(args.settings) as runtime:
+        bar = _ReindexBar()
+        try:
+            report = runtime.reindex_full_text(observer=bar)
+        finally:
+            bar.close()
+        _print({"rows_reindexed": report.rows_reindexed, "rows_left": report.rows_left})
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     sweep = sub.add_parser("sweep", help="embed closed conversation windows (history search)")
     sweep.add_argument("--once", action="store_true", help="run one pass and exit")
@@ -172,3 +201,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     status = commands.add_parser("status", help="sweep progress of an org, per partition")
     status.add_argument("org")
     status.set_defaults(func=_status)
+    reindex = commands.add_parser(
+        "reindex",
+        help="re-index chat events for full-text search (after an upgrade; resumable)",
+        description=(
+            "Rewrite the full-text index of every chat event indexed by an older segmentation "
+            "(rows stored before Chinese-aware full-text search). Safe to interrupt and to run "
+            "while serving: running it again resumes."
+        ),
+    )
+    reindex.set_defaults(func=_reindex)

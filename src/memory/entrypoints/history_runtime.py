@@ -21,6 +21,7 @@ from memory.application.history.feature_flags import FeatureFlags
 from memory.application.history.ingest import IngestChatEvents, IngestResult
 from memory.application.history.ports import Clock
 from memory.application.history.query_embedding import QueryEmbedder
+from memory.application.history.reindex import ReindexFullText
 from memory.application.history.retention import HistoryRetention, PurgeReport
 from memory.application.history.search import SearchHistory
 from memory.application.history.sweep import Sweeper, SweepObserver, SweepReport
@@ -32,6 +33,7 @@ from memory.entrypoints.runtime import Worker
 from memory.infrastructure.embedding.factory import ModelRegistry, stored_model_id
 from memory.infrastructure.history import metrics
 from memory.infrastructure.history.chat_events import PostgresChatEventLog
+from memory.infrastructure.history.chinese_words import jieba_words
 from memory.infrastructure.history.clock import system_clock
 from memory.infrastructure.history.embeddings import PostgresWindowEmbeddings
 from memory.infrastructure.history.feature_flags import PostgresFeatureFlags
@@ -70,7 +72,9 @@ class HistoryRuntime:
         self.model = model
         self.clock = clock
         self.model_id = model.identity.id
-        self.events = PostgresChatEventLog(database, clock=clock)
+        words = jieba_words()
+        words.warm_up()
+        self.events = PostgresChatEventLog(database, clock=clock, split_words=words)
         self.windows = PostgresWindowEmbeddings(database)
         self.flag_store = PostgresFeatureFlags(database)
         self.locks = AdvisoryPartitionLocks(database.url, wait_timeout=settings.sweep_lock_timeout)
@@ -82,6 +86,7 @@ class HistoryRuntime:
         )
         max_future_skew = timedelta(seconds=settings.max_future_skew)
         self.ingest = IngestChatEvents(self.events, clock=clock, max_future_skew=max_future_skew)
+        self.reindex_full_text = ReindexFullText(self.events)
         self.search = SearchHistory(
             events=self.events,
             windows=self.windows,

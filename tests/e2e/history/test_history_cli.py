@@ -111,3 +111,32 @@ def test_retention_and_purge_commands(cli_env: str, capsys) -> None:
         conn.execute("UPDATE dw_chat_events SET occurred_at = occurred_at - interval '2 days'")
     code, out, _ = run(capsys, "purge", "--org", "acme")
     assert json.loads(out) == {"orgs": 1, "events_deleted": 3, "embeddings_deleted": 0}
+
+
+def test_reindex_command_reindexes_rows_stored_without_segmenting(cli_env: str, capsys) -> None:
+    run(capsys, "history", "status", "acme")
+    seed(cli_env)  # written by hand, as the ingest before Chinese-aware full-text did
+    with psycopg.connect(cli_env) as conn:
+        conn.execute(
+            "INSERT INTO dw_chat_events (org_id, event_id, provider, external_channel_id,"
+            " sender, event_type, decision, message_text, occurred_at)"
+            " VALUES ('acme', 'zh', 'slack', 'C1', 'wei', 'message', 'received',"
+            " '我的退款什么时候到账', now())"
+        )
+
+    def refund_hits() -> list[str]:
+        with psycopg.connect(cli_env) as conn:
+            rows = conn.execute(
+                "SELECT event_id FROM dw_chat_events"
+                " WHERE search_tsv @@ phraseto_tsquery('simple', '退款')"
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    assert refund_hits() == []
+    code, out, err = run(capsys, "history", "reindex")
+    assert code == 0
+    assert json.loads(out) == {"rows_reindexed": 7, "rows_left": 0}
+    assert "reindex" in err and "7/7" in err  # tqdm's bar
+    assert refund_hits() == ["zh"]
+    code, out, _ = run(capsys, "history", "reindex")
+    assert json.loads(out) == {"rows_reindexed": 0, "rows_left": 0}

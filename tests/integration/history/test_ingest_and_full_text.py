@@ -82,7 +82,7 @@ def test_full_text_search_matches_like_plainto_tsquery_simple(make_runtime, kit)
     assert ids(text="password") == ["expired", "lupa", "reset"]  # never another org's
     assert ids(text="reset password") == ["reset"]  # every word must match
     assert ids(text="passwords") == []  # 'simple': no stemming
-    assert ids(text="密码") == []  # 'simple': no Chinese word segmentation
+    assert ids(text="密码") == ["zh"]  # Chinese is cut into bigrams (docs/adr/0050)
     assert ids(text="PASSWORD!", provider="whatsapp") == ["lupa"]
     assert ids(text="password", channel_id="C2") == ["expired"]
     assert ids(text="password", since=kit.at(1)) == ["expired", "lupa"]

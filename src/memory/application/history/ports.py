@@ -40,6 +40,32 @@ class StoredEvents:
     inserted: int
 
 
+@dataclass(frozen=True, slots=True)
+class RowKey:
+    """A chat event's key, in the order re-indexing walks the table."""
+
+    org_id: str
+    event_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReindexedBatch:
+    """How many rows a re-index batch rewrote, and where the next batch starts (None: no
+    stale row is left after this batch)."""
+
+    rows: int
+    next_after: RowKey | None
+
+
+class FullTextIndex(Protocol):
+    """The full-text index of `dw_chat_events`, for bringing rows indexed by an older
+    segmentation to the current one."""
+
+    def count_stale(self) -> int: ...
+
+    def reindex_batch(self, after: RowKey | None, limit: int) -> ReindexedBatch: ...
+
+
 class ChatEventLog(Protocol):
     """`dw_chat_events`: written synchronously by ingest, read by search and the sweep."""
 
@@ -49,7 +75,8 @@ class ChatEventLog(Protocol):
         ...
 
     def full_text(self, org_id: str, query: HistoryQuery) -> list[HistoryHit]:
-        """`plainto_tsquery('simple', q)` over the org's events, best first."""
+        """The org's events matching the query cut by the log's segmentation (CJK bigrams,
+        `memory.domain.history.full_text`), best first."""
         ...
 
     def messages(

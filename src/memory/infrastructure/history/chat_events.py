@@ -14,9 +14,21 @@ from typing import Any, cast
 
 from psycopg import sql
 
-from memory.application.history.ports import Clock, OutOfRangeEvent, StoredEvents
+from memory.application.history.ports import (
+    Clock,
+    OutOfRangeEvent,
+    ReindexedBatch,
+    RowKey,
+    StoredEvents,
+)
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.conversation import ChatMessage
+from memory.domain.history.full_text import (
+    CURRENT_SEGMENTATION,
+    FullTextQuery,
+    Segmentation,
+    WordSplitter,
+)
 from memory.domain.history.partition import Partition
 from memory.domain.history.search import HistoryHit, HistoryQuery, MatchedBy
 from memory.domain.history.sweep_plan import LateCatchUp, MainRead, PartitionRead, WatermarkMark
@@ -30,11 +42,16 @@ _INSERT = sql.SQL(
     """
     INSERT INTO dw_chat_events (
         org_id, event_id, provider, external_channel_id, external_thread_id, sender,
-        event_type, decision, message_text, occurred_at)
-    SELECT %(org_id)s, e.* FROM unnest(
+        event_type, decision, message_text, occurred_at, search_tsv, search_segmentation)
+    SELECT %(org_id)s, e.event_id, e.provider, e.channel, e.thread, e.sender, e.event_type,
+           e.decision, e.text, e.occurred_at,
+           to_tsvector('simple', coalesce(e.search_text, e.text)), %(segmentation)s
+    FROM unnest(
         %(event_id)s::text[], %(provider)s::text[], %(channel)s::text[], %(thread)s::text[],
         %(sender)s::text[], %(event_type)s::text[], %(decision)s::text[], %(text)s::text[],
-        %(occurred_at)s::timestamptz[]) AS e
+        %(occurred_at)s::timestamptz[], %(search_text)s::text[])
+        AS e(event_id, provider, channel, thread, sender, event_type, decision, text,
+             occurred_at, search_text)
     ON CONFLICT (org_id, event_id) DO NOTHING
     """
 )
@@ -51,14 +68,45 @@ _PARTITION = sql.SQL(
 )
 _IN_RANGE = sql.SQL("occurred_at >= %(earliest)s AND occurred_at <= %(latest)s")
 _OUT_OF_RANGE = sql.SQL("(occurred_at < %(earliest)s OR occurred_at > %(latest)s)")
+# Rows left to re-index, in key order after a cursor (docs/adr/0051).
+_STALE = sql.SQL(
+    """
+    SELECT org_id, event_id, message_text FROM dw_chat_events
+    WHERE search_segmentation <> %(segmentation)s{after}
+    ORDER BY org_id, event_id LIMIT %(limit)s
+    """
+)
+_REINDEX = sql.SQL(
+    """
+    UPDATE dw_chat_events AS d
+    SET search_tsv = to_tsvector('simple', u.search_text),
+        search_segmentation = %(segmentation)s
+    FROM unnest(%(org_id)s::text[], %(event_id)s::text[], %(search_text)s::text[])
+        AS u(org_id, event_id, search_text)
+    WHERE d.org_id = u.org_id AND d.event_id = u.event_id
+    """
+)
 _MESSAGE_COLUMNS = sql.SQL("event_id, sender, message_text, occurred_at")
 _HIT_COLUMNS = sql.SQL("event_id, provider, external_channel_id, sender, message_text, occurred_at")
 
 
 class PostgresChatEventLog:
-    def __init__(self, database: Database, *, clock: Clock = system_clock) -> None:
+    """`segmentation` cuts texts for full-text search at ingest and for queries (only
+    benchmarks pass another one); `split_words` cuts the CJK runs of queries into dictionary
+    words (without it, each run is one phrase)."""
+
+    def __init__(
+        self,
+        database: Database,
+        segmentation: Segmentation = CURRENT_SEGMENTATION,
+        *,
+        clock: Clock = system_clock,
+        split_words: WordSplitter | None = None,
+    ) -> None:
         self._db = database
         self._clock = clock
+        self._segmentation = segmentation
+        self._split_words = split_words
 
     def _range(self, params: dict[str, Any]) -> dict[str, Any]:
         accepted = AcceptedTimeRange.for_stored_rows(self._clock())
@@ -81,6 +129,9 @@ class PostgresChatEventLog:
             "decision": [e.decision for e in events],
             "text": [e.text for e in events],
             "occurred_at": [e.occurred_at for e in events],
+            # NULL where segmenting changes nothing (no CJK): the text is not sent twice.
+            "search_text": [self._search_text(e.text) for e in events],
+            "segmentation": self._segmentation.version,
         }
         with self._db.connection() as conn:
             conn.execute(
@@ -90,18 +141,30 @@ class PostgresChatEventLog:
             conn.execute(_INSERT_PARTITIONS, params)
         return StoredEvents([str(i) for i in ids], max(inserted, 0))
 
+    def _search_text(self, text: str) -> str | None:
+        indexed = self._segmentation.index_text(text)
+        return None if indexed == text else indexed
+
     # Search ---------------------------------------------------------------------------
 
     def full_text(self, org_id: str, query: HistoryQuery) -> list[HistoryHit]:
-        params = self._range({"org_id": org_id, "q": query.text, "limit": query.limit})
+        """Every word outside CJK runs and every CJK word's phrase of bigrams must match
+        (docs/adr/0050); cover density ranks messages holding the query's terms more often
+        and closer together first, then the newest, then by id."""
+        params = self._range({"org_id": org_id, "limit": query.limit})
         statement = sql.SQL(
             """
-            SELECT {columns} FROM dw_chat_events, plainto_tsquery('simple', %(q)s) AS q
-            WHERE org_id = %(org_id)s AND search_tsv @@ q AND {in_range}{filters}
-            ORDER BY ts_rank(search_tsv, q) DESC, occurred_at DESC, event_id
+            SELECT {columns} FROM dw_chat_events, (SELECT {tsquery} AS q) AS query
+            WHERE org_id = %(org_id)s AND search_tsv @@ query.q AND {in_range}{filters}
+            ORDER BY ts_rank_cd(search_tsv, query.q) DESC, occurred_at DESC, event_id
             LIMIT %(limit)s
             """
-        ).format(columns=_HIT_COLUMNS, in_range=_IN_RANGE, filters=event_filters(query, params))
+        ).format(
+            columns=_HIT_COLUMNS,
+            tsquery=_tsquery(self._segmentation.query(query.text, self._split_words), params),
+            in_range=_IN_RANGE,
+            filters=event_filters(query, params),
+        )
         with self._db.connection() as conn:
             rows = conn.execute(statement, params).fetchall()
         return [_hit(row, MatchedBy.FTS) for row in rows]
@@ -117,6 +180,44 @@ class PostgresChatEventLog:
         with self._db.connection() as conn:
             rows = conn.execute(statement, params).fetchall()
         return [_hit(row, MatchedBy.SEMANTIC) for row in rows]
+
+    # Re-indexing ----------------------------------------------------------------------
+
+    def count_stale(self) -> int:
+        """Rows indexed by another segmentation than this log's."""
+        with self._db.connection() as conn:
+            row = conn.execute(
+                "SELECT count(*) AS n FROM dw_chat_events WHERE search_segmentation <> %s",
+                (self._segmentation.version,),
+            ).fetchone()
+        assert row is not None
+        return int(cast(int, row["n"]))
+
+    def reindex_batch(self, after: RowKey | None, limit: int) -> ReindexedBatch:
+        """Re-index up to `limit` stale rows after `after` (key order), in one transaction.
+        Each row is written with this log's segmentation, so a batch repeated after a crash
+        finds nothing left to do, and ingest running meanwhile is not disturbed."""
+        params: dict[str, Any] = {"segmentation": self._segmentation.version, "limit": limit}
+        after_sql = sql.SQL("")
+        if after is not None:
+            params |= {"a_org": after.org_id, "a_id": after.event_id}
+            after_sql = sql.SQL(" AND (org_id, event_id) > (%(a_org)s, %(a_id)s)")
+        with self._db.connection() as conn:
+            rows = conn.execute(_STALE.format(after=after_sql), params).fetchall()
+            if rows:
+                conn.execute(
+                    _REINDEX,
+                    {
+                        "segmentation": self._segmentation.version,
+                        "org_id": [r["org_id"] for r in rows],
+                        "event_id": [r["event_id"] for r in rows],
+                        "search_text": [
+                            self._segmentation.index_text(str(r["message_text"])) for r in rows
+                        ],
+                    },
+                )
+        last = RowKey(str(rows[-1]["org_id"]), str(rows[-1]["event_id"])) if rows else None
+        return ReindexedBatch(len(rows), last if len(rows) == limit else None)
 
     # The sweep ------------------------------------------------------------------------
 
@@ -263,6 +364,19 @@ class PostgresChatEventLog:
         with self._db.connection() as conn:
             rows = conn.execute(statement, params).fetchall()
         return [OutOfRangeEvent(str(r["event_id"]), str(r["occurred_at"])) for r in rows]
+
+
+def _tsquery(query: FullTextQuery, params: dict[str, Any]) -> sql.Composable:
+    parts: list[sql.Composable] = []
+    if query.words or not query.phrases:
+        params["q_words"] = query.words
+        parts.append(sql.SQL("plainto_tsquery('simple', %(q_words)s)"))
+    for i, phrase in enumerate(query.phrases):
+        params[f"q_phrase_{i}"] = phrase
+        parts.append(
+            sql.SQL("phraseto_tsquery('simple', {})").format(sql.Placeholder(f"q_phrase_{i}"))
+        )
+    return sql.SQL(" && ").join(parts)
 
 
 def _partition_params(partition: Partition) -> dict[str, Any]:
