@@ -1,0 +1,241 @@
+# ruff: noqa: RUF001
+"""The evaluation set of bench/full_text.py, written by hand for this project (no download).
+
+Chat messages in the style of a Malaysian company's support and team channels: Chinese
+(simplified, colloquial), rojak (Chinese words inside English or Malay sentences), and a few
+English and Malay messages. Each message lists its keywords: words that occur in it *as
+words* (a user asking for that word wants this message). `TRAPS` lists, per keyword, messages
+that contain its characters only across a word boundary (e.g. 时间 inside 同时间隔): they
+must not count as relevant. bench/full_text.py checks that every occurrence of a keyword in
+a message is either labelled or a trap, so the labels are complete.
+"""
+
+from __future__ import annotations
+
+# (message, keywords)
+CHINESE: list[tuple[str, tuple[str, ...]]] = [
+    # refunds and payments
+    ("我上个星期申请了退款，到现在还没有收到，请问什么时候到账？", ("退款", "收到", "到账")),
+    ("退款已经处理好了，三到五个工作日会退回你的信用卡", ("退款", "处理", "信用卡", "工作日")),
+    ("请问可以用支付宝付款吗？还是只能转账？", ("支付宝", "付款", "转账")),
+    ("我刚刚转账了，麻烦你查一下有没有收到", ("转账", "收到")),
+    ("发票上的金额不对，多收了我五十块", ("发票", "金额")),
+    ("你好，我要开发票，公司抬头怎么填？", ("发票", "抬头")),
+    ("订单已经付款了但是系统显示未支付", ("订单", "付款", "系统")),
+    ("信用卡被扣了两次钱，可以帮我退一次吗", ("信用卡",)),
+    ("这个月的账单什么时候出来？", ("账单",)),
+    ("账单里面有一笔不认识的消费，是不是被盗刷了", ("账单", "消费")),
+    ("会员费可以分期付款吗", ("会员", "付款", "分期")),
+    ("优惠券用不了，结账的时候一直显示错误", ("优惠券", "结账", "错误")),
+    ("我想取消订阅，下个月不要再扣款了", ("取消", "订阅", "扣款")),
+    ("扣款失败了，银行说卡没有问题", ("扣款", "银行")),
+    ("老板，这张收据可以报销吗？", ("收据", "报销")),
+    ("报销单我已经交给财务了，大概多久可以批？", ("报销", "财务")),
+    ("财务部今天下午开会，报表明天再给你", ("财务", "开会", "报表")),
+    ("价格比上次贵了很多，有没有折扣？", ("价格", "折扣")),
+    ("打八折之后的价格是多少", ("价格",)),
+    # delivery and orders
+    ("我的包裹已经三天了还没到，快递单号是多少？", ("包裹", "快递", "单号")),
+    ("快递员说放在门口了，可是我没看到", ("快递",)),
+    ("订单显示已发货，但是物流信息一直没更新", ("订单", "发货", "物流", "更新")),
+    ("请问这个订单可以改地址吗？我搬家了", ("订单", "地址", "搬家")),
+    ("收到的货有破损，盒子都压坏了", ("破损", "收到")),
+    ("商品有破损的话可以换货吗", ("破损", "换货", "商品")),
+    ("换货要多久？我下周要出国", ("换货", "出国")),
+    ("仓库那边说明天才能发货", ("仓库", "发货")),
+    ("物流公司弄丢了我的包裹，怎么办", ("物流", "包裹")),
+    ("能不能安排明天早上送货？", ("送货",)),
+    ("送货地址写错了，门牌号少了一个数字", ("送货", "地址")),
+    ("库存不够了，这个颜色要等两个星期", ("库存", "颜色")),
+    ("我想退货，尺寸太小了穿不下", ("退货", "尺寸")),
+    ("退货的运费谁出？", ("退货", "运费")),
+    ("满一百块免运费吗？", ("运费",)),
+    # account and password
+    ("我忘记了登录密码，请问怎么重置？", ("密码", "登录", "重置")),
+    ("重置密码的邮件一直没收到，垃圾邮件也看过了", ("重置", "密码", "邮件", "收到")),
+    ("账号被锁了，说我输错密码太多次", ("账号", "密码")),
+    ("验证码收不到，手机号码是对的", ("验证码", "验证", "手机")),
+    ("换了新手机之后就登录不了", ("手机", "登录")),
+    ("可以帮我改一下绑定的邮箱吗", ("绑定", "邮箱")),
+    ("为什么我的账号显示已停用？", ("账号",)),
+    ("两步验证要怎么关掉", ("验证",)),
+    ("我想注销账号，资料要全部删除", ("注销", "账号", "资料", "删除")),
+    ("个人资料里面的生日改不了", ("资料", "生日")),
+    # IT and office
+    ("打印机又卡纸了，谁会修？", ("打印机",)),
+    ("会议室的投影仪连不上电脑", ("会议室", "会议", "投影仪", "电脑")),
+    ("公司的网络今天特别慢，视频会议一直断", ("网络", "会议")),
+    ("电脑蓝屏了，文件还没保存", ("电脑", "文件", "保存")),
+    ("麻烦帮我装一下办公软件，许可证过期了", ("软件", "过期")),
+    ("系统更新之后软件就打不开了", ("系统", "更新", "软件")),
+    ("服务器今晚十点维护，大概两个小时", ("服务器", "维护")),
+    ("维护期间网站会暂停服务", ("维护", "网站")),
+    ("网站打不开，显示五百错误", ("网站", "错误")),
+    ("共享文件夹的权限要找谁开？", ("文件", "权限")),
+    ("密码过期了，系统要我改新的", ("密码", "过期", "系统")),
+    ("备份做好了吗？明天要换硬盘", ("备份", "硬盘")),
+    ("无线网络的密码是多少", ("网络", "密码")),
+    # meetings and schedule
+    ("明天早上九点开会，记得带报告", ("开会", "报告")),
+    ("会议改到下午三点，地点在二楼会议室", ("会议", "会议室")),
+    ("周五的会议取消了，下周再约时间", ("会议", "取消", "时间")),
+    ("我同时间隔壁部门也有会，可能会晚一点到", ()),
+    ("可以把会议记录发给我吗？", ("会议", "记录")),
+    ("报告的截止日期是下个星期一", ("报告", "截止日期")),
+    ("项目进度落后了，要加班赶一下", ("项目", "进度", "加班")),
+    ("项目经理说客户要提前交货", ("项目", "经理", "客户")),
+    ("客户对方案不满意，要我们重新做", ("客户", "方案")),
+    ("下午有空吗？想跟你讨论一下方案", ("方案", "讨论")),
+    ("这个时间我不方便，改天吧", ("时间",)),
+    ("请大家准时参加培训", ("培训",)),
+    ("培训资料在共享盘里面", ("培训", "资料")),
+    # HR and leave
+    ("我下个星期想请假三天", ("请假",)),
+    ("请假单要经理签名吗？", ("请假", "经理")),
+    ("病假需要医生证明吗", ("病假", "医生")),
+    ("年假还剩几天？", ("年假",)),
+    ("这个月的工资什么时候发？", ("工资",)),
+    ("工资单上的加班费算错了", ("工资", "加班")),
+    ("新同事下周一报到，帮他准备电脑", ("同事", "电脑")),
+    ("同事生日我们一起订蛋糕吧", ("同事", "生日", "蛋糕")),
+    ("合同下个月到期，要续约吗", ("合同", "到期", "续约")),
+    ("公司保险包括牙医吗？", ("保险", "牙医")),
+    # travel and booking
+    ("机票订好了，下午两点的航班", ("机票", "航班")),
+    ("航班延误了，大概晚一个小时到", ("航班", "延误")),
+    ("酒店可以提前入住吗？", ("酒店", "入住")),
+    ("我想取消酒店预订，会收手续费吗", ("取消", "酒店", "预订", "手续费")),
+    ("护照快过期了，出国前要去换", ("护照", "过期", "出国")),
+    ("签证办好了没有？", ("签证",)),
+    ("去机场的车几点来接？", ("机场",)),
+    ("行李超重了要另外付钱", ("行李",)),
+    ("火车票买不到，只好坐巴士", ("火车票", "巴士")),
+    ("预订的餐厅在哪里？发个位置给我", ("预订", "餐厅", "位置")),
+    # food and daily life
+    ("中午吃什么？要不要叫外卖", ("外卖",)),
+    ("外卖到了，在楼下大堂", ("外卖",)),
+    ("这家餐厅的鸡饭很好吃", ("餐厅", "鸡饭")),
+    ("今晚一起去吃火锅吗？", ("火锅",)),
+    ("我不吃辣，帮我点不辣的", ()),
+    ("咖啡机坏了，谁叫人来修一下", ("咖啡机",)),
+    ("冰箱里的蛋糕是谁的？", ("冰箱", "蛋糕")),
+    ("今天下午会下大雨，出门记得带伞。", ("带伞",)),
+    ("外面下雨了，你有带伞吗？", ("下雨", "带伞")),
+    ("天气太热了，冷气可以开大一点吗", ("天气", "冷气")),
+    ("冷气在滴水，要叫维修", ("冷气", "维修")),
+    ("停车场满了，我停在对面", ("停车场",)),
+    ("停车费可以报销吗？", ("停车费", "报销")),
+    # health
+    ("我今天不舒服，发烧了，不能来上班", ("发烧", "上班")),
+    ("医生说要休息两天，我明天交病假单", ("医生", "病假", "休息")),
+    ("诊所几点开门？", ("诊所",)),
+    ("药吃完了要再去诊所拿", ("诊所",)),
+    ("疫苗要预约吗？", ("疫苗", "预约")),
+    ("我预约了下午看牙医", ("预约", "牙医")),
+    ("体检报告出来了，一切正常", ("体检", "报告")),
+    # school and family
+    ("孩子明天学校放假", ("学校", "放假")),
+    ("学校的学费这个星期要交", ("学校", "学费")),
+    ("家长会改到星期六早上", ("家长会",)),
+    ("补习班的老师请假了", ("补习", "老师", "请假")),
+    ("研究生命科学的那个表哥回来了", ()),
+    ("我弟弟考上研究生了", ("研究生",)),
+    ("老师说功课要明天交", ("老师", "功课")),
+    # property and utilities
+    ("房租这个月涨了两百", ("房租",)),
+    ("房东说下个月要来检查房子", ("房东", "检查")),
+    ("水费和电费可以一起交吗？", ("水费", "电费")),
+    ("电费单比上个月贵好多", ("电费",)),
+    ("楼上漏水，天花板都湿了", ("漏水",)),
+    ("物业管理处几点下班？", ("物业", "下班")),
+    ("电梯坏了，要走楼梯上去", ("电梯", "楼梯")),
+    ("装修的噪音太大了，吵得没办法工作", ("装修", "噪音")),
+    # cars and transport
+    ("车子明天要送去保养", ("保养",)),
+    ("轮胎漏气了，附近有修车的吗", ("轮胎",)),
+    ("汽车保险下个月到期", ("保险", "到期")),
+    ("路上塞车，可能迟到十分钟", ("塞车", "迟到")),
+    ("地铁今天停运了，改坐德士", ("地铁", "德士")),
+    ("我和平时一样坐地铁上班", ("地铁", "上班")),
+    ("德士司机找不到地址", ("德士", "地址")),
+    # banking
+    ("银行卡丢了，要先挂失", ("银行", "挂失")),
+    ("网上银行登录不了，一直说密码错误", ("银行", "登录", "密码", "错误")),
+    ("贷款批下来了吗？", ("贷款",)),
+    ("利息怎么算的？比广告说的高", ("利息", "广告")),
+    ("定期存款到期了要不要续", ("存款", "到期")),
+    ("汇款到国外要几天？", ("汇款",)),
+    # short replies and chit-chat
+    ("好", ()),
+    ("好的，谢谢", ()),
+    ("收到", ("收到",)),
+    ("没问题，我明天处理", ("处理",)),
+    ("谢谢你的帮忙！", ("帮忙",)),
+    ("不好意思，刚才在开会", ("开会",)),
+    ("等一下，我查一查", ()),
+    ("已经处理了，请再试一次", ("处理",)),
+    ("麻烦你了", ()),
+    ("辛苦了，早点休息", ("休息",)),
+    ("周末愉快", ("周末",)),
+    ("这个周末加班吗？", ("周末", "加班")),
+    ("钱", ()),
+    ("我没钱了，等发工资再说", ("工资",)),
+]
+
+# Rojak: Chinese words inside English or Malay sentences (keywords of either script).
+ROJAK: list[tuple[str, tuple[str, ...]]] = [
+    ("Boss, 我的parcel belum sampai lagi lah, dah one week already", ("parcel",)),
+    ("Sorry ah, courier cakap 仓库有delay, esok sampai", ("仓库", "courier", "delay")),
+    ("Ok can, tapi kalau esok tak sampai I nak 退款 ya", ("退款",)),
+    ("Eh the 发票 you send wrong amount lah, please check", ("发票", "amount")),
+    ("Tolong hantar 报价单 to my email before Friday", ("报价单", "email")),
+    ("I already 转账 RM500, nanti you check ya", ("转账",)),
+    ("Meeting tukar ke 下午三点, bilik mesyuarat dua", ("meeting", "mesyuarat")),
+    ("My 密码 cannot login, boleh reset tak?", ("密码", "login", "reset")),
+    ("Aiyo the 打印机 rosak lagi, siapa boleh fix?", ("打印机", "rosak")),
+    ("Tomorrow I 请假 ah, anak demam", ("请假", "demam")),
+    ("The 合同 dah sign, I scan and email you", ("合同", "email")),
+    ("Customer complain 价格 too high, can give discount?", ("价格", "discount")),
+    ("Lunch nak makan 鸡饭 or 火锅?", ("鸡饭", "火锅", "lunch")),
+    ("Wah 塞车 teruk gila, I late 15 minutes", ("塞车", "late")),
+    ("The 快递 guy called, dia tunggu kat bawah", ("快递",)),
+    ("Please update the 报告 before 截止日期 on Monday", ("报告", "截止日期", "update")),
+    ("Boleh tolong check 库存 for the blue one?", ("库存",)),
+    ("Aircond 漏水 again, call the 维修 guy please", ("漏水", "维修", "aircond")),
+    ("I dah 预约 doctor pukul dua petang", ("预约", "doctor")),
+    ("Your 账单 got extra charge, nanti I refund you", ("账单", "refund")),
+    ("Wifi 网络 very slow today, cannot upload file", ("网络", "wifi", "upload")),
+    ("Jom 周末 pergi makan, my treat", ("周末",)),
+    ("The 酒店 booking confirm already, check in pukul tiga", ("酒店", "booking")),
+    ("Sorry lambat reply, tadi 开会", ("开会",)),
+    ("Can you 帮忙 cover my shift tomorrow?", ("帮忙", "shift")),
+    ("Bos, 工资 bulan ni masuk bila?", ("工资",)),
+    ("The 服务器 down again, website cannot open", ("服务器", "website")),
+    ("Order 已发货, tracking number nanti I send", ("发货", "tracking", "order")),
+    ("My 信用卡 kena charge twice for the same order", ("信用卡", "order")),
+    ("Please bring the 会议记录 and laptop ok", ("会议", "记录", "laptop")),
+    ("Refund dah masuk? I check 银行 still nothing", ("refund", "银行")),
+    ("The 包裹 sampai already, terima kasih boss", ("包裹",)),
+]
+
+# English and Malay messages: no CJK at all (their behaviour must not change).
+LATIN: list[tuple[str, tuple[str, ...]]] = [
+    ("Saya lupa kata laluan, macam mana nak tetapkan semula?", ("laluan",)),
+    ("Please reset my password, the link expired", ("password", "reset")),
+    ("The parcel arrived damaged, can I get a refund?", ("parcel", "refund")),
+    ("Mesyuarat bulanan dipindahkan ke bilik tiga", ("mesyuarat",)),
+    ("Can we move the team lunch to Friday?", ("lunch",)),
+    ("Invoice for March attached, please check the amount", ("invoice", "amount")),
+    ("Printer rosak lagi, tolong panggil technician", ("rosak",)),
+    ("My courier tracking number does not work", ("courier", "tracking")),
+]
+
+# Messages that contain a keyword's characters only across a word boundary.
+TRAPS: dict[str, tuple[str, ...]] = {
+    "时间": ("我同时间隔壁部门也有会，可能会晚一点到",),
+    "研究生": ("研究生命科学的那个表哥回来了",),
+}
+
+# Single characters typed as a query: the benchmark reports how many messages each variant
+# returns for them against how many messages contain the character at all.
+ONE_CHARACTER: tuple[str, ...] = ("好", "钱", "药", "会", "的", "我")
