@@ -161,7 +161,7 @@ def legacy_database(url: str) -> None:
             " SELECT 'acme', 'old' || lpad(i::text, 2, '0'), 'slack', 'C1', 'ali', 'message',"
             " 'received', CASE WHEN i % 2 = 0 THEN '请帮我查一下退款进度' || i"
             " ELSE 'please check my refund ' || i END,"
-            " now() - interval '1 day' + i * interval '1 minute'"
+            " timestamptz '2026-03-02 09:00+00' + i * interval '1 minute'"
             " FROM generate_series(1, 25) AS i"
         )
 
@@ -233,7 +233,7 @@ def test_a_row_written_without_segmenting_is_indexed_as_before_and_marked_stale(
             "INSERT INTO dw_chat_events (org_id, event_id, provider, external_channel_id,"
             " sender, event_type, decision, message_text, occurred_at)"
             " VALUES ('acme', 'x', 'slack', 'C1', 'ali', 'message', 'received',"
-            " 'refund 退款申请', now())"
+            " 'refund 退款申请', timestamptz '2026-03-02 09:00+00')"
         )
     assert found(runtime, "refund") == ["x"]
     assert runtime.reindex_full_text.stale() == 1
