@@ -46,7 +46,9 @@ class Settings(BaseSettings):
     # Policy memory.
     search_timeout: float = Field(default=2.0, gt=0)
     projection_wait_timeout: float = Field(default=5.0, ge=0)
-    policy_max_content_chars: int = Field(default=100_000, ge=1)
+    # Longest policy text accepted (422 naming `content` beyond it). Sized by embedding time:
+    # the local model takes ~7 s for 20,000 characters on two cores (ADR 0043).
+    policy_max_content_chars: int = Field(default=20_000, ge=1)
     # Default similarity threshold for policy search when a request omits one; unset = the
     # active model's default (0.75, or 0.80 for the local e5 model; see docs/policy.md).
     policy_similarity_threshold: float | None = Field(default=None, ge=0.0, le=1.0)

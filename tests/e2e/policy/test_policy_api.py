@@ -292,6 +292,21 @@ async def test_bad_input_is_422_naming_the_field_and_changes_nothing(
         assert (await client.get("/v1/policies/p/versions")).status_code == 404
 
 
+async def test_content_beyond_the_documented_maximum_is_422_naming_content(
+    policy_app: Any, fake_model: Any
+) -> None:
+    """The default limit (20,000 characters, docs/policy.md) bounds how long one store
+    embeds with the local model (ADR 0043)."""
+    async with policy_app() as client:
+        too_long = await client.post("/v1/policies", json={**POLICY, "content": "a" * 20_001})
+        assert fields_of(too_long) == {"content"}
+        reason = error_of(too_long)["details"]["fields"][0]["reason"]
+        assert "at most 20000 characters" in reason
+        assert fake_model.embedded == 0
+        at_limit = await client.post("/v1/policies", json={**POLICY, "content": "a" * 20_000})
+        assert at_limit.status_code == 201
+
+
 async def test_malformed_json_is_422(policy_app: Any) -> None:
     async with policy_app() as client:
         response = await client.post(

@@ -2,7 +2,10 @@
 
 The model call runs in a small dedicated pool so that the full-text query can run
 meanwhile, and so that a hung model server cannot take more than these threads: a call that
-overruns the budget is abandoned (its result ignored) and the search degrades.
+overruns the budget is abandoned and the search degrades. An abandoned call that has not
+reached the model yet never does (its queued task is cancelled, and a task that starts after
+its deadline returns at once), so a model that recovers from a hang is not sent a backlog of
+queries nobody waits for: at most `QUERY_EMBED_WORKERS` stale calls were already running.
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ log = logging.getLogger(__name__)
 QUERY_EMBED_WORKERS = 2
 
 
+class QueryAbandoned(Exception):
+    """The query's budget ran out before a worker picked it up; the model was not called."""
+
+
 @dataclass
 class PendingQueryVector:
     """A query being embedded. `result()` returns the vector, or None if the model failed
@@ -34,6 +41,9 @@ class PendingQueryVector:
         try:
             return self._future.result(timeout=max(0.0, self._deadline - time.monotonic()))
         except concurrent.futures.TimeoutError:
+            self.failure = "timeout"
+            self._future.cancel()
+        except QueryAbandoned:
             self.failure = "timeout"
         except EmbeddingError as exc:
             self.failure = type(exc).__name__
@@ -58,10 +68,13 @@ class QueryEmbedder:
 
     def start(self, text: str) -> PendingQueryVector:
         deadline = time.monotonic() + self._timeout
-        future = self._pool.submit(self._embed, text)
+        future = self._pool.submit(self._embed, text, deadline)
         return PendingQueryVector(future, deadline, self._model.identity.id)
 
-    def _embed(self, text: str) -> EmbeddingVector:
+    def _embed(self, text: str, deadline: float) -> EmbeddingVector:
+        if time.monotonic() >= deadline:
+            # The search has answered without this vector (or is about to).
+            raise QueryAbandoned
         return self._model.identity.check(self._model.embed_query(text))
 
     def close(self) -> None:

