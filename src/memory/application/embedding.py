@@ -6,9 +6,9 @@ task prompts and the like belong to the adapter, which knows its model.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from memory.domain.embedding import EmbeddingVector, ModelIdentity
 
@@ -45,15 +45,20 @@ class ModelStatus:
     dimensions: int
     available: bool
     detail: str = ""
+    # A remote model's circuit breaker (`state`, ...); None for in-process models.
+    breaker: Mapping[str, Any] | None = None
 
     def as_health(self) -> dict[str, object]:
         """The model's entry in a context's /healthz body."""
-        return {
+        entry: dict[str, object] = {
             "id": self.model,
             "dimensions": self.dimensions,
             "available": self.available,
             "detail": self.detail,
         }
+        if self.breaker is not None:
+            entry["breaker"] = dict(self.breaker)
+        return entry
 
 
 class EmbeddingModel(Protocol):

@@ -8,6 +8,11 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memory.infrastructure.embedding.circuit_breaker import (
+    BREAKER_COOLDOWN_SECONDS,
+    BREAKER_FAILURE_THRESHOLD,
+)
+
 DEFAULT_LOCAL_MODEL = "local:multilingual-e5-small"
 
 
@@ -33,6 +38,11 @@ class Settings(BaseSettings):
     # transient failures (connection refused, 5xx, timeouts) with exponential backoff.
     model_timeout: float = Field(default=30.0, gt=0)
     model_retries: int = Field(default=3, ge=0, le=10)
+    # Circuit breaker per model server (ADR 0045): this many transient failures in a row
+    # open it; calls then fail at once (searches degrade, writes answer 503) for the
+    # cool-down (seconds), after which one probe call is let through.
+    model_breaker_threshold: int = Field(default=BREAKER_FAILURE_THRESHOLD, ge=1)
+    model_breaker_cooldown: float = Field(default=BREAKER_COOLDOWN_SECONDS, gt=0)
     # Most texts sent to a remote model server in one request (Ollama serves one request per
     # model at a time by default, so inputs are batched rather than sent one by one).
     model_max_batch: int = Field(default=16, ge=1, le=1024)

@@ -54,7 +54,7 @@ class FakeOllama:
     behaves like Ollama >= 0.11.11 and truncates + re-normalises to the request's
     `dimensions`; without, like older servers that ignore the field."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.native_dims = 768
         self.honours_dimensions = False
         self.models = ["embeddinggemma:latest", "bge-m3:latest"]
@@ -85,7 +85,7 @@ class FakeOllama:
             def handle_error(self, request: Any, client_address: Any) -> None:
                 pass  # a client that gave up on a held-back answer closes its socket
 
-        self._server = Server(("127.0.0.1", 0), Handler)
+        self._server = Server(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )

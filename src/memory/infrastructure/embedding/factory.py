@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memory.application.embedding import EmbeddingModel
+from memory.infrastructure.embedding.circuit_breaker import CircuitBreaker
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 from memory.infrastructure.embedding.local_e5 import LOCAL_E5_NAME, LocalE5Model
 from memory.infrastructure.embedding.model_server import ModelServer, RetryPolicy
@@ -66,12 +67,18 @@ class ModelRegistry:
         settings = self._settings
         model = RemoteModel.resolve(spec)
         policy = RetryPolicy(settings.model_retries)
+        breaker = CircuitBreaker(
+            model.identity.id,
+            threshold=settings.model_breaker_threshold,
+            cooldown=settings.model_breaker_cooldown,
+        )
         if spec.provider == "ollama":
             server = ModelServer(
                 model.identity.id,
                 settings.ollama_url,
                 timeout=settings.model_timeout,
                 policy=policy,
+                breaker=breaker,
             )
             return OllamaEmbeddingModel(
                 model,
@@ -86,6 +93,7 @@ class ModelRegistry:
                 settings.openai_base_url,
                 timeout=settings.model_timeout,
                 policy=policy,
+                breaker=breaker,
                 headers={"Authorization": f"Bearer {key}"} if key else None,
             )
             return OpenAICompatibleEmbeddingModel(

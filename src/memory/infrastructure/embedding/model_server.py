@@ -9,6 +9,10 @@ the same way (ADR 0011):
 - the configuration -- 401, 403, 404 (unknown model, wrong URL), any other 4xx, a malformed
   body, an unusable URL: `ModelMisconfigured` at once.
 
+Transient failures also feed the server's `CircuitBreaker` (ADR 0045): once it is open,
+requests fail at once with `CircuitOpen` (a `ModelUnavailable`) instead of being sent, and
+a call that is retrying stops at its next attempt.
+
 Error messages name the model, the URL, the status and whether it was transient. They carry
 the server's error *message* only, never the raw body: validation errors of some servers echo
 the input, and input text must not reach logs or stored failure records.
@@ -26,7 +30,13 @@ from typing import Any
 
 import httpx
 
-from memory.application.embedding import InputRejected, ModelMisconfigured, ModelUnavailable
+from memory.application.embedding import (
+    EmbeddingError,
+    InputRejected,
+    ModelMisconfigured,
+    ModelUnavailable,
+)
+from memory.infrastructure.embedding.circuit_breaker import BreakerState, CircuitBreaker
 
 logger = logging.getLogger(__name__)
 
@@ -101,10 +111,12 @@ class ModelServer:
         timeout: float,
         policy: RetryPolicy,
         headers: Mapping[str, str] | None = None,
+        breaker: CircuitBreaker | None = None,
         sleep: Callable[[float], None] = time.sleep,
         unit_random: Callable[[], float] = random.random,
     ) -> None:
         self._model_id = model_id
+        self.breaker = breaker or CircuitBreaker(model_id)
         self._timeout = timeout
         self._policy = policy
         self._sleep = sleep
@@ -132,6 +144,8 @@ class ModelServer:
             if isinstance(outcome, _Answer):
                 return outcome.body
             failure = outcome
+            if self.breaker.state is BreakerState.OPEN:
+                break  # this failure opened it (or a probe failed): retrying cannot help
             if attempt < attempts:
                 delay = self._policy.delay(attempt, self._unit_random(), outcome.retry_after)
                 logger.warning(
@@ -146,14 +160,15 @@ class ModelServer:
                 self._sleep(delay)
         raise ModelUnavailable(
             self._model_id,
-            f"POST {url} failed: {failure.reason} (transient; gave up after {attempts} "
-            f"attempt{'s' if attempts > 1 else ''})",
+            f"POST {url} failed: {failure.reason} (transient; gave up after {attempt} "
+            f"attempt{'s' if attempt > 1 else ''})",
         )
 
     def get(self, path: str, timeout: float = PROBE_TIMEOUT) -> Any:
-        """One GET with a short timeout, for probes; raises the taxonomy, never retries."""
+        """One GET with a short timeout, for probes; raises the taxonomy, never retries.
+        Probes bypass the circuit breaker: /healthz reports the server as it is now."""
         url = self._url(path)
-        outcome = self._attempt("GET", url, None, min(timeout, self._timeout))
+        outcome = self._send("GET", url, None, min(timeout, self._timeout))
         if isinstance(outcome, _Answer):
             return outcome.body
         raise ModelUnavailable(self._model_id, f"GET {url} failed: {outcome.reason} (transient)")
@@ -167,9 +182,44 @@ class ModelServer:
     def _attempt(
         self, method: str, url: str, payload: Mapping[str, Any] | None, timeout: float
     ) -> _Answer | _Transient:
-        """One request: its answer or a transient failure. Permanent failures raise."""
+        """One request through the circuit breaker (`CircuitOpen` when it is open)."""
+        self.breaker.admit()
         try:
-            response = self._client.request(method, url, json=payload, timeout=timeout)
+            response = self._request(method, url, payload, timeout)
+        except BaseException:
+            self.breaker.released()  # never sent (an unusable URL)
+            raise
+        if isinstance(response, _Transient):
+            self.breaker.failed()
+            return response
+        try:
+            outcome = self._interpret(method, url, response)
+        except EmbeddingError:
+            self.breaker.succeeded()  # a permanent error is an answer: the server is up
+            raise
+        except BaseException:
+            self.breaker.released()
+            raise
+        if isinstance(outcome, _Transient):
+            self.breaker.failed()
+        else:
+            self.breaker.succeeded()
+        return outcome
+
+    def _send(
+        self, method: str, url: str, payload: Mapping[str, Any] | None, timeout: float
+    ) -> _Answer | _Transient:
+        """One request: its answer or a transient failure. Permanent failures raise."""
+        response = self._request(method, url, payload, timeout)
+        if isinstance(response, _Transient):
+            return response
+        return self._interpret(method, url, response)
+
+    def _request(
+        self, method: str, url: str, payload: Mapping[str, Any] | None, timeout: float
+    ) -> httpx.Response | _Transient:
+        try:
+            return self._client.request(method, url, json=payload, timeout=timeout)
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
             raise ModelMisconfigured(
                 self._model_id, f"{method} {url}: unusable URL ({exc}) (permanent)"
@@ -178,6 +228,8 @@ class ModelServer:
             return _Transient(f"no answer within {timeout:g}s")
         except httpx.TransportError as exc:
             return _Transient(f"cannot reach the server ({type(exc).__name__}: {exc})")
+
+    def _interpret(self, method: str, url: str, response: httpx.Response) -> _Answer | _Transient:
         status = response.status_code
         if response.is_success:
             try:

@@ -50,7 +50,6 @@ class OllamaEmbeddingModel(RemoteEmbeddingAdapter):
         return self._embed([self._model.query_prompt + text])[0]
 
     def status(self) -> ModelStatus:
-        identity = self._model.identity
         try:
             body = self._server.get(PROBE_PATH)
             pulled = {
@@ -59,15 +58,12 @@ class OllamaEmbeddingModel(RemoteEmbeddingAdapter):
                 if isinstance(entry, dict)
             }
         except Exception as exc:  # a probe reports, it never raises
-            return ModelStatus(identity.id, identity.dimensions, False, str(exc))
+            return self._status(False, str(exc))
         if self._model.name not in pulled:
-            return ModelStatus(
-                identity.id,
-                identity.dimensions,
-                False,
-                f"{self._server.base_url} is up but has not pulled {self._model.name}",
+            return self._status(
+                False, f"{self._server.base_url} is up but has not pulled {self._model.name}"
             )
-        return ModelStatus(identity.id, identity.dimensions, True, self._server.base_url)
+        return self._status(True, self._server.base_url)
 
     def _embed(self, inputs: list[str]) -> list[EmbeddingVector]:
         payload: dict[str, Any] = {"model": self._model.name, "input": inputs, "truncate": True}

@@ -51,12 +51,11 @@ class OpenAICompatibleEmbeddingModel(RemoteEmbeddingAdapter):
         return self._embed([text], self._model.query_prompt, QUERY_INPUT_TYPE)[0]
 
     def status(self) -> ModelStatus:
-        identity = self._model.identity
         try:
             self._server.get(PROBE_PATH)
         except Exception as exc:  # a probe reports, it never raises
-            return ModelStatus(identity.id, identity.dimensions, False, str(exc))
-        return ModelStatus(identity.id, identity.dimensions, True, self._server.base_url)
+            return self._status(False, str(exc))
+        return self._status(True, self._server.base_url)
 
     def _embed(self, texts: Sequence[str], prompt: str, input_type: str) -> list[EmbeddingVector]:
         payload: dict[str, Any] = {"model": self._model.name, "encoding_format": "float"}

@@ -3,6 +3,7 @@ of document inputs, and the parts of the port that only depend on the model."""
 
 from __future__ import annotations
 
+from memory.application.embedding import ModelStatus
 from memory.domain.embedding import ModelIdentity
 from memory.infrastructure.embedding.model_server import ModelServer
 from memory.infrastructure.embedding.remote_model import RemoteModel
@@ -26,6 +27,13 @@ class RemoteEmbeddingAdapter:
 
     def count_tokens(self, text: str) -> int:
         return self._model.count_tokens(text)
+
+    def _status(self, available: bool, detail: str) -> ModelStatus:
+        """The model's status as a probe found it, with its circuit breaker's state."""
+        identity = self._model.identity
+        return ModelStatus(
+            identity.id, identity.dimensions, available, detail, self._server.breaker.health()
+        )
 
     def close(self) -> None:
         self._server.close()
