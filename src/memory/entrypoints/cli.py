@@ -7,6 +7,7 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from types import FrameType
 
 from pydantic import ValidationError
 
@@ -14,6 +15,9 @@ from memory.entrypoints.logging_setup import configure_logging
 from memory.infrastructure.settings import Settings
 
 log = logging.getLogger("memory")
+
+# On SIGTERM, requests in flight get this long to finish (the README promises it).
+DRAIN_SECONDS = 10
 
 
 class ShutdownRequested(Exception):
@@ -31,22 +35,33 @@ def _serve(args: argparse.Namespace) -> int:
 
     from memory.entrypoints.bootstrap import build_services
     from memory.entrypoints.database_url import database_url
-    from memory.entrypoints.http.app import create_app
+    from memory.entrypoints.http.app import create_app, request_shutdown
 
     settings: Settings = args.settings
     signal.signal(signal.SIGTERM, _raise_shutdown)
     with database_url(settings) as url:
         app = create_app(lambda: build_services(settings, url))
+
+        class Server(uvicorn.Server):
+            """uvicorn's server, telling the app the moment a signal asks it to stop:
+            uvicorn runs the app's shutdown only after draining requests, and a sweep pass
+            should stop during the drain, not after it."""
+
+            def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+                request_shutdown(app)
+                super().handle_exit(sig, frame)
+
         log.info("serving on http://%s:%d", args.host, args.port)
         # log_config=None: uvicorn's loggers propagate to ours, so everything has one format.
-        uvicorn.run(
+        config = uvicorn.Config(
             app,
             host=args.host,
             port=args.port,
             log_config=None,
             access_log=False,
-            timeout_graceful_shutdown=10,
+            timeout_graceful_shutdown=DRAIN_SECONDS,
         )
+        Server(config).run()
     return 0
 
 

@@ -255,6 +255,11 @@ class HistoryRuntime:
             "purge": {"last_run": self.last_purge},
         }
 
+    def request_stop(self) -> None:
+        """A running sweep pass (background, or one a request started) stops at its next
+        batch, so that it ends within the drain time (ADR 0044)."""
+        self._stop.set()
+
     def close(self) -> None:
         self._stop.set()
         self._wait_for_background()

@@ -111,6 +111,10 @@ class PolicyRuntime:
             "search_mode": self.settings.policy_search_mode,
         }
 
+    def request_stop(self) -> None:
+        """Nothing to do early: the projector works in short transactions and stops when
+        its worker is cancelled."""
+
     def close(self) -> None:
         self.log.close()
 

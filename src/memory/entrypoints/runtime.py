@@ -23,6 +23,11 @@ class ContextRuntime(Protocol):
 
     def health(self) -> dict[str, Any]: ...
 
+    def request_stop(self) -> None:
+        """Shutdown has begun (SIGTERM): background work that runs in long steps should stop
+        at its next step, while requests drain. Called on the event loop; must not block."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -62,6 +62,7 @@ async def test_ingest_sweep_and_hybrid_search(history_app, event) -> None:
             "partitions": 1,
             "partitions_stalled": 0,
             "partitions_busy": 0,
+            "partitions_interrupted": 0,
         }
         on = (
             await client.get("/v1/orgs/acme/history/search", params={"q": "password", "limit": "3"})

@@ -70,6 +70,7 @@ def test_sweep_once_for_one_org_with_a_progress_bar(cli_env: str, capsys) -> Non
         "partitions": 1,
         "partitions_stalled": 0,
         "partitions_busy": 0,
+        "partitions_interrupted": 0,
     }
     assert "sweep" in err and "partition" in err  # tqdm's bar
     code, out, _ = run(capsys, "history", "status", "acme")

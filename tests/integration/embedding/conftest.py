@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,8 @@ class FakeOllama:
         self.requests: list[Recorded] = []
         self._script: deque[Reply] = deque()
         self.probe_delay = 0.0
+        # Like a real model, embedding takes time in proportion to the text it is sent.
+        self.embed_seconds_per_char = 0.0
         self._release = threading.Event()
         self._lock = threading.Lock()
         fake = self
@@ -143,6 +145,11 @@ class FakeOllama:
             reply = self._script.popleft() if method == "POST" and self._script else Reply()
             if method == "GET":
                 reply.delay = self.probe_delay
+            elif self.embed_seconds_per_char and isinstance(body, dict):
+                inputs = body.get("input")
+                texts = inputs if isinstance(inputs, list) else [inputs]
+                chars = sum(len(t) for t in texts if isinstance(t, str))
+                reply = replace(reply, delay=reply.delay + chars * self.embed_seconds_per_char)
         if reply.delay:
             self._release.wait(reply.delay)
         if method == "GET" and handler.path == "/api/tags":

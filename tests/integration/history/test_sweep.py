@@ -45,6 +45,7 @@ def test_backfill_from_an_empty_watermark(make_runtime, kit, clock) -> None:
         "partitions": 1,
         "partitions_stalled": 0,
         "partitions_busy": 0,
+        "partitions_interrupted": 0,
     }
     stored = kit.rows()
     assert [r["source_event_ids"] for r in stored] == [

@@ -133,3 +133,13 @@ def test_a_message_from_the_future_is_no_evidence_of_a_pause() -> None:
     # Once the pause is real at `now`, the window closes as before.
     windows = sessionize(live, now=at(30.5), budget=WORDS)
     assert windows[0].closure is WindowClosure.GAP and windows[1].closure is None
+
+
+def test_clip_keeps_a_text_that_fits_and_cuts_a_longer_one_to_the_longest_prefix_that_fits() -> (
+    None
+):
+    budget = TokenBudget(5, lambda text: len(text.split()))
+    assert budget.clip("a b c") == ("a b c", 3)
+    clipped, tokens = budget.clip("alpha beta gamma delta epsilon zeta eta")
+    assert clipped == "alpha beta gamma delta epsilon "
+    assert tokens == 5

@@ -8,6 +8,12 @@ remain. A transient model failure stalls the partition (watermark unchanged, ret
 pass); a window the model rejects is recorded as poison and skipped. Rows the sweep cannot
 read (an instant outside the accepted range, stored by an older version) are never part of
 a read; each is recorded once as a poison event of its own partition (docs/adr/0041).
+
+A pass stops between batches when the process shuts down or the org's semantic search is
+turned off (ADR 0044): what was embedded stays, the rest is picked up by a later pass. Each
+batch is bounded in tokens as well as in windows, and a window longer than the model's
+input (one long message) is embedded from its beginning only, so one model call, and so
+the wait for a pass to stop, stays short whatever was ingested.
 """
 
 from __future__ import annotations
@@ -54,11 +60,22 @@ SWEEP_READ_LIMIT = 500
 # Windows per embedding call, and so per upsert and watermark advance: a crash or stall
 # loses at most this much work.
 EMBED_BATCH_WINDOWS = 16
+# Tokens per embedding call (a window longer than this still goes alone): bounds how long
+# one call takes, ~2.5 s for the local model on two cores, and so how long a pass takes to
+# stop after a shutdown or its org's flag being turned off.
+EMBED_BATCH_TOKENS = 2048
 POISON_REASON = "input_rejected"
 # Out-of-range rows recorded per main-stream read of a partition (bounds the work and the
 # watermark events one read adds for a partition an older version filled with them; the
 # purge deletes them meanwhile).
 POISON_EVENTS_PER_READ = 100
+
+
+class Interruption:
+    """Why a pass stopped a partition before its work was done."""
+
+    SHUTDOWN = "shutdown"
+    DISABLED = "semantic_search_off"
 
 
 @dataclass
@@ -71,6 +88,7 @@ class PartitionReport:
     events_poisoned: int = 0
     stalled: str | None = None
     busy: bool = False
+    interrupted: str | None = None
 
 
 @dataclass
@@ -83,6 +101,7 @@ class SweepReport:
     partitions: int = 0
     partitions_stalled: int = 0
     partitions_busy: int = 0
+    partitions_interrupted: int = 0
     stall_reasons: list[str] = field(default_factory=list)
 
     def add(self, part: PartitionReport) -> None:
@@ -97,6 +116,8 @@ class SweepReport:
             self.stall_reasons.append(part.stalled)
         if part.busy:
             self.partitions_busy += 1
+        if part.interrupted is not None:
+            self.partitions_interrupted += 1
 
     def summary(self) -> dict[str, int]:
         """The pass as `POST /v1/sweep` reports it."""
@@ -109,6 +130,7 @@ class SweepReport:
             "partitions": self.partitions,
             "partitions_stalled": self.partitions_stalled,
             "partitions_busy": self.partitions_busy,
+            "partitions_interrupted": self.partitions_interrupted,
         }
 
 
@@ -127,7 +149,9 @@ class _Stalled(Exception):
 
 
 class _Stopped(Exception):
-    pass
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class Sweeper:
@@ -144,6 +168,7 @@ class Sweeper:
         read_limit: int = SWEEP_READ_LIMIT,
         batch_windows: int = EMBED_BATCH_WINDOWS,
         poison_events_per_read: int = POISON_EVENTS_PER_READ,
+        batch_tokens: int = EMBED_BATCH_TOKENS,
     ) -> None:
         if read_limit < WINDOW_MESSAGE_CAP:
             # A cut read must hold at least one full window, or a pass could not progress.
@@ -152,6 +177,8 @@ class Sweeper:
             raise ValueError("batch_windows must be positive")
         if poison_events_per_read < 1:
             raise ValueError("poison_events_per_read must be positive")
+        if batch_tokens < 1:
+            raise ValueError("batch_tokens must be positive")
         self._events = events
         self._windows = windows
         self._watermarks = watermarks
@@ -163,6 +190,7 @@ class Sweeper:
         self._read_limit = read_limit
         self._batch_windows = batch_windows
         self._poison_events_per_read = poison_events_per_read
+        self._batch_tokens = batch_tokens
         self._budget = TokenBudget(model.max_input_tokens, model.count_tokens)
 
     @property
@@ -187,7 +215,8 @@ class Sweeper:
     ) -> SweepReport:
         """One pass over the enabled partitions (of one org, or all). With
         `wait_for_locks`, a partition another sweeper holds is waited for instead of
-        skipped. `stop` ends the pass early, between batches."""
+        skipped. `stop` ends the pass early, between batches; so does the org's semantic
+        search being turned off (for that org's partitions)."""
         report = SweepReport()
         todo = self.enabled_partitions(org_id)
         if observer is not None:
@@ -221,8 +250,15 @@ class Sweeper:
             report.stalled = stalled.reason
             watermark.stall(stalled.reason)
             self._watermarks.store(watermark)
-        except _Stopped:
-            pass
+        except _Stopped as stopped:
+            report.interrupted = stopped.reason
+            log.info(
+                "history sweep: stopped %s of %s between batches (%s); %d windows embedded",
+                self._model_id,
+                partition,
+                stopped.reason,
+                report.windows_embedded,
+            )
         return report
 
     def _skip_out_of_range(self, watermark: SweepWatermark, report: PartitionReport) -> None:
@@ -244,6 +280,14 @@ class Sweeper:
             len(found),
             watermark.partition,
         )
+
+    def _interruption(self, partition: Partition, stop: threading.Event | None) -> str | None:
+        """Why the pass must not go on with `partition` now, if it must not."""
+        if stop is not None and stop.is_set():
+            return Interruption.SHUTDOWN
+        if not self._flags.layers(partition.org_id).semantic_search:
+            return Interruption.DISABLED
+        return None
 
     def _step(
         self,
@@ -300,16 +344,25 @@ class Sweeper:
         model_down: list[str],
         stop: threading.Event | None,
     ) -> None:
-        """Embed, store and advance over the plan's closed windows, one batch at a time."""
+        """Embed, store and advance over the plan's closed windows, one batch at a time: at
+        most `batch_windows` windows and `batch_tokens` tokens (a longer window alone)."""
         closed = swept.closed
         start = 0
         while start < len(closed):
-            end, wanted = start, list[ConversationWindow]()
+            end, wanted, texts, tokens = start, list[ConversationWindow](), list[str](), 0
+            interrupted = self._interruption(watermark.partition, stop)
+            if interrupted is not None:
+                raise _Stopped(interrupted)
             while end < len(closed) and len(wanted) < self._batch_windows:
                 if is_substantive(closed[end]):
+                    text, count = self._budget.clip(closed[end].content)
+                    if wanted and tokens + count > self._batch_tokens:
+                        break
                     wanted.append(closed[end])
+                    texts.append(text)
+                    tokens += count
                 end += 1
-            embedded, poisoned = self._embed(watermark.partition, wanted, model_down)
+            embedded, poisoned = self._embed(watermark.partition, wanted, texts, model_down)
             if embedded:
                 self._windows.upsert(self._model_id, embedded)
             for window in poisoned:
@@ -327,8 +380,6 @@ class Sweeper:
             report.windows_skipped += skipped
             report.windows_poisoned += len(poisoned)
             start = end
-            if stop is not None and stop.is_set():
-                raise _Stopped
 
     # Embedding --------------------------------------------------------------------------
 
@@ -336,17 +387,19 @@ class Sweeper:
         self,
         partition: Partition,
         windows: Sequence[ConversationWindow],
+        texts: Sequence[str],
         model_down: list[str],
     ) -> tuple[list[EmbeddedWindow], list[ConversationWindow]]:
+        """Embed `windows` as `texts` (their content, clipped to the model's input)."""
         if not windows:
             return [], []
         if model_down:
             # Already failed for every input in this pass: do not wait on it again.
             raise _Stalled(model_down[0])
         try:
-            vectors = self._call_model([w.content for w in windows])
+            vectors = self._call_model(list(texts))
         except InputRejected:
-            return self._embed_one_by_one(partition, windows, model_down)
+            return self._embed_one_by_one(partition, windows, texts, model_down)
         except (ModelUnavailable, ModelMisconfigured) as exc:
             raise self._stall(exc, model_down) from exc
         return [self._embedded(partition, w, v) for w, v in zip(windows, vectors, strict=True)], []
@@ -355,14 +408,15 @@ class Sweeper:
         self,
         partition: Partition,
         windows: Sequence[ConversationWindow],
+        texts: Sequence[str],
         model_down: list[str],
     ) -> tuple[list[EmbeddedWindow], list[ConversationWindow]]:
         """A batch was rejected: find out which windows are poison, keep the others."""
         embedded: list[EmbeddedWindow] = []
         poisoned: list[ConversationWindow] = []
-        for window in windows:
+        for window, text in zip(windows, texts, strict=True):
             try:
-                (vector,) = self._call_model([window.content])
+                (vector,) = self._call_model([text])
             except InputRejected:
                 log.warning(
                     "history sweep: model %s rejected window %s of %s; skipping it as poison",

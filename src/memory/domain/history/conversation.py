@@ -64,6 +64,24 @@ class TokenBudget:
     def fits(self, messages: Sequence[ChatMessage]) -> bool:
         return self.count(render(messages)) <= self.max_tokens
 
+    def clip(self, text: str) -> tuple[str, int]:
+        """The longest prefix of `text` within the model's input, and its token count: what
+        the model reads of a window that is one over-long message. Windows are built to fit,
+        so this is `text` itself for every other window. (Some engines would read all of a
+        longer text, at a cost that grows with its length: a 32,000-character message takes
+        the local model ~15 s.)"""
+        tokens = self.count(text)
+        if tokens <= self.max_tokens:
+            return text, tokens
+        fits, over = 0, len(text)
+        while over - fits > 1:
+            middle = (fits + over) // 2
+            if self.count(text[:middle]) <= self.max_tokens:
+                fits = middle
+            else:
+                over = middle
+        return text[:fits], self.count(text[:fits])
+
 
 @dataclass(frozen=True, slots=True)
 class ConversationWindow:

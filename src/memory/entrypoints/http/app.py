@@ -109,6 +109,15 @@ def create_app(build: Callable[[], Services], *, run_workers: bool = True) -> St
     return app
 
 
+def request_shutdown(app: Starlette) -> None:
+    """Shutdown has begun: tell every context before the server drains requests, so that
+    long background work (a sweep pass) stops meanwhile rather than after the drain."""
+    services: Services | None = getattr(app.state, "services", None)
+    if services is not None:
+        for ctx in services.contexts:
+            ctx.request_stop()
+
+
 def _start_workers(tg: TaskGroup, services: Services) -> None:
     for ctx in services.contexts:
         for worker in ctx.workers():
