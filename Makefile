@@ -29,6 +29,7 @@ typecheck:
 bench: setup
 	$(PY) bench/policy_search.py
 	$(PY) bench/history.py
+	$(PY) bench/full_text.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
