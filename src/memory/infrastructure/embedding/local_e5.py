@@ -6,8 +6,8 @@ called through ctypes (which releases the GIL).
 Two lanes (ADR 0043): documents and queries each have their own engine instance and their
 own lock, so a search's query never waits behind a long document (a 20,000-character
 policy takes ~7 s on two cores; a query ~10 ms). Within a lane calls are serialised: two
-documents at once would only share the same cores. The second engine costs ~25 MB; its
-weights are the same read-only mapping of the model file. Token counting takes no lock: the
+documents at once would only share the same cores. The second engine costs ~4 MiB: its
+weights share the page cache of the same read-only model file. Token counting takes no lock: the
 engine's tokenizer only reads the loaded model (every call allocates its own buffers), so
 counting never waits for an embedding either.
 """
