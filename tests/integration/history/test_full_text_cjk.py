@@ -239,3 +239,23 @@ def test_a_row_written_without_segmenting_is_indexed_as_before_and_marked_stale(
     assert runtime.reindex_full_text.stale() == 1
     assert runtime.reindex_full_text().rows_reindexed == 1
     assert found(runtime, "退款") == ["x"]
+
+
+def test_japanese_korean_and_long_queries(
+    make_runtime: Callable[..., HistoryRuntime], kit
+) -> None:
+    runtime = make_runtime()
+    runtime.ingest_events(
+        "acme",
+        [
+            kit.message("ko", 0, "비밀번호 재설정 링크가 안 와요"),
+            kit.message("ja", 1, "パスワードをリセットしたいです"),
+            kit.message("zh", 2, "我忘记了登录密码"),
+        ],
+    )
+    assert found(runtime, "비밀번호") == ["ko"]
+    assert found(runtime, "재설정") == ["ko"]
+    assert found(runtime, "パスワード") == ["ja"]
+    assert found(runtime, "リセット") == ["ja"]
+    # The longest query allowed, all Chinese: hundreds of words, answered (with nothing).
+    assert found(runtime, "请问我的登录密码什么时候可以重置" * 62) == []
