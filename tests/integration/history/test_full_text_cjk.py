@@ -241,9 +241,7 @@ def test_a_row_written_without_segmenting_is_indexed_as_before_and_marked_stale(
     assert found(runtime, "退款") == ["x"]
 
 
-def test_japanese_korean_and_long_queries(
-    make_runtime: Callable[..., HistoryRuntime], kit
-) -> None:
+def test_japanese_korean_and_long_queries(make_runtime: Callable[..., HistoryRuntime], kit) -> None:
     runtime = make_runtime()
     runtime.ingest_events(
         "acme",
