@@ -2,12 +2,13 @@ from __future__ import annotations
 
 from memory.application.history.watermarks import HISTORY_SWEEP_APPLICATION
 from memory.infrastructure.policy.event_store import PolicyApplication, event_store_env
+from memory.infrastructure.postgres.event_persistence import FACTORY_TOPIC
 from memory.infrastructure.postgres.event_store import EventStoreConnection
 
 
 def test_url_form_is_translated_to_prefixed_library_settings() -> None:
     env = event_store_env("postgresql://alice:s3cret@db.example:6543/memory")
-    assert env["POLICY_PERSISTENCE_MODULE"] == "eventsourcing.postgres"
+    assert env["POLICY_PERSISTENCE_MODULE"] == FACTORY_TOPIC
     assert env["POLICY_POSTGRES_HOST"] == "db.example"
     assert env["POLICY_POSTGRES_PORT"] == "6543"
     assert env["POLICY_POSTGRES_USER"] == "alice"

@@ -16,3 +16,10 @@ class ServiceUnavailable(DomainError):
 
     code = "unavailable"
     retry_after_seconds = 5
+
+
+class DatabaseUnavailable(ServiceUnavailable):
+    """The database cannot be reached (down, restarting, or no connection free in time).
+    Nothing was changed; the request can be retried (HTTP 503 with Retry-After)."""
+
+    code = "database_unavailable"

@@ -56,7 +56,10 @@ def build_services(
     from memory.entrypoints import history_runtime, policy_runtime
 
     database = Database(
-        database_url, min_size=settings.pool_min_size, max_size=settings.pool_max_size
+        database_url,
+        min_size=settings.pool_min_size,
+        max_size=settings.pool_max_size,
+        timeout=settings.database_timeout,
     )
     database.open()
     services = Services(settings, database, ModelRegistry(settings))

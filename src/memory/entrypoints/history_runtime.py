@@ -46,9 +46,11 @@ from memory.infrastructure.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# After the ingest listener's connection fails, wait this long before reconnecting (the
-# periodic pass keeps the sweep going meanwhile).
-LISTENER_RETRY_SECONDS = 5.0
+# After the ingest listener's connection fails, wait this long before reconnecting (a refused
+# connection costs nothing, and the sweep should resume soon after the database returns).
+# Each time it starts listening, one pass sweeps whatever was ingested while it could not
+# hear (before a start, a crash, or during an outage).
+LISTENER_RETRY_SECONDS = 1.0
 # Threads for the full-text half of hybrid searches (each holds a pooled connection).
 FULL_TEXT_WORKERS = 4
 
@@ -77,7 +79,9 @@ class HistoryRuntime:
         self.events = PostgresChatEventLog(database, clock=clock, split_words=words)
         self.windows = PostgresWindowEmbeddings(database)
         self.flag_store = PostgresFeatureFlags(database)
-        self.locks = AdvisoryPartitionLocks(database.url, wait_timeout=settings.sweep_lock_timeout)
+        self.locks = AdvisoryPartitionLocks(
+            database.url, wait_timeout=settings.sweep_lock_timeout, connect_seconds=database.timeout
+        )
         self.watermarks = watermarks or open_sweep_watermarks(database)
         self.embedder = QueryEmbedder(model, settings.history_query_embed_timeout)
         # Full-text queries that run beside the semantic part of hybrid searches.
@@ -217,10 +221,20 @@ class HistoryRuntime:
     async def _listen(self) -> None:
         while True:
             try:
-                await listen_for_ingest(self.database.url, self._on_ingest)
+                await listen_for_ingest(
+                    self.database.url,
+                    self._on_ingest,
+                    on_listening=self._on_listening,
+                    connect_seconds=self.database.timeout,
+                )
             except Exception as exc:  # a lost connection must not end the sweep worker
-                log.warning("history ingest listener failed (%s); reconnecting", exc)
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else exc
+                log.warning("history ingest listener failed (%s); reconnecting", reason)
             await anyio.sleep(LISTENER_RETRY_SECONDS)
+
+    def _on_listening(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
 
     def _on_ingest(self, org_id: str) -> None:
         if self._wake is not None:

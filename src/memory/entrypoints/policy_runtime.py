@@ -56,7 +56,7 @@ class PolicyRuntime:
         self.settings = settings
         self.database = database
         self.model = model
-        self.log = EventSourcedPolicyLog.connect(database.url)
+        self.log = EventSourcedPolicyLog.connect(database.url, wait_seconds=database.timeout)
         self.progress = ProjectionProgress()
         model_id = model.identity.id
         waiter = TrackingWaiter(self.progress, lambda: read_tracking_position(database, model_id))

@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     database_url: str | None = None
     pool_min_size: int = Field(default=2, ge=1)
     pool_max_size: int = Field(default=10, ge=1)
+    # Longest wait (seconds) for a database connection: while the database is down, requests
+    # answer 503 `database_unavailable` after this instead of hanging.
+    database_timeout: float = Field(default=2.0, gt=0, le=60)
 
     # Embedding models, as `provider:name[@dims]` specs (see memory.infrastructure.embedding).
     policy_model: str = DEFAULT_LOCAL_MODEL

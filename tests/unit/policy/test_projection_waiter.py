@@ -3,6 +3,7 @@ from __future__ import annotations
 import threading
 import time
 
+from memory.application.errors import DatabaseUnavailable
 from memory.infrastructure.policy.progress import (
     TRACKING_POLL_SECONDS,
     ProjectionProgress,
@@ -50,3 +51,11 @@ def test_progress_never_moves_backwards() -> None:
 def test_poll_interval_keeps_cross_process_waits_short() -> None:
     # Read-your-writes through another process costs at most one interval of extra latency.
     assert TRACKING_POLL_SECONDS == 0.25
+
+
+def test_a_database_outage_while_waiting_is_not_searchable_yet_rather_than_a_failure() -> None:
+    def read_position() -> int | None:
+        raise DatabaseUnavailable("down")
+
+    waiter = TrackingWaiter(ProjectionProgress(), read_position, poll_seconds=0.01)
+    assert not waiter.wait(2, timeout=0.1)  # the write happened: `searchable: false`, no 503

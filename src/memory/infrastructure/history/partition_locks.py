@@ -13,6 +13,8 @@ from psycopg import errors
 from memory.domain.history.partition import Partition
 from memory.domain.history.watermark import watermark_id
 from memory.infrastructure.history.locks import SWEEP_LOCK_CLASS
+from memory.infrastructure.postgres.availability import database_boundary
+from memory.infrastructure.postgres.database import DEFAULT_TIMEOUT_SECONDS, connect_timeout
 
 
 def lock_key(partition: Partition, model: str) -> int:
@@ -46,13 +48,21 @@ class _Session:
 
 
 class AdvisoryPartitionLocks:
-    def __init__(self, url: str, *, wait_timeout: float) -> None:
+    def __init__(
+        self, url: str, *, wait_timeout: float, connect_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    ) -> None:
         self._url = url
         self._wait_timeout = wait_timeout
+        self._connect_timeout = connect_timeout(connect_seconds)
 
     @contextmanager
     def session(self, *, wait: bool) -> Iterator[_Session]:
-        with psycopg.connect(self._url, autocommit=True) as conn:
+        with (
+            database_boundary(),
+            psycopg.connect(
+                self._url, autocommit=True, connect_timeout=self._connect_timeout
+            ) as conn,
+        ):
             if wait:
                 conn.execute(f"SET lock_timeout = {int(self._wait_timeout * 1000)}")
             yield _Session(conn, wait)

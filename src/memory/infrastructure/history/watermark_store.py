@@ -15,7 +15,7 @@ def open_sweep_watermarks(database: Database) -> SweepWatermarks:
         conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
         conn.commit()
         try:
-            connection = EventStoreConnection.from_url(database.url)
+            connection = EventStoreConnection.from_url(database.url, wait_seconds=database.timeout)
             return SweepWatermarks(connection.env(HISTORY_SWEEP_APPLICATION))
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))

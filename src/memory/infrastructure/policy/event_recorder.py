@@ -13,13 +13,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
-from eventsourcing.postgres import PostgresApplicationRecorder
-from eventsourcing.utils import retry
+from eventsourcing.persistence import StoredEvent
+
+from memory.infrastructure.postgres.event_persistence import (
+    OutageAwareApplicationRecorder,
+    retry_unless_outage,
+)
 
 
-class PolicyEventRecorder(PostgresApplicationRecorder):
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+class PolicyEventRecorder(OutageAwareApplicationRecorder):
+    @retry_unless_outage
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:

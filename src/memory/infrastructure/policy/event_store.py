@@ -14,6 +14,7 @@ from memory.application.policy.ports import RecordConflict
 from memory.domain.policy.aggregate import PolicyEmbedding
 from memory.domain.policy.policy_id import PolicyId
 from memory.infrastructure.policy.event_recorder import PolicyEventRecorder
+from memory.infrastructure.postgres.database import DEFAULT_TIMEOUT_SECONDS
 from memory.infrastructure.postgres.event_store import EventStoreConnection
 
 CONTENT_TOPICS = frozenset(
@@ -28,9 +29,11 @@ class PolicyApplication(Application[UUID]):
     name = "policy"
 
 
-def event_store_env(database_url: str) -> dict[str, str]:
+def event_store_env(
+    database_url: str, *, wait_seconds: float = DEFAULT_TIMEOUT_SECONDS
+) -> dict[str, str]:
     """The library's settings for the policy application on `database_url`."""
-    return EventStoreConnection.from_url(database_url).env(
+    return EventStoreConnection.from_url(database_url, wait_seconds=wait_seconds).env(
         PolicyApplication.name, recorder_topic=get_topic(PolicyEventRecorder)
     )
 
@@ -43,8 +46,11 @@ class EventSourcedPolicyLog:
         self.app = app
 
     @classmethod
-    def connect(cls, database_url: str) -> EventSourcedPolicyLog:
-        return cls(PolicyApplication(env=event_store_env(database_url)))
+    def connect(
+        cls, database_url: str, *, wait_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    ) -> EventSourcedPolicyLog:
+        env = event_store_env(database_url, wait_seconds=wait_seconds)
+        return cls(PolicyApplication(env=env))
 
     def get(self, policy_id: PolicyId) -> PolicyEmbedding | None:
         try:

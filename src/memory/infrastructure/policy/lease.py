@@ -6,11 +6,15 @@ from __future__ import annotations
 import psycopg
 
 from memory.infrastructure.policy.model_objects import ModelObjects
+from memory.infrastructure.postgres.database import DEFAULT_TIMEOUT_SECONDS, connect_timeout
 
 
 class ProjectionLease:
-    def __init__(self, database_url: str, model_id: str) -> None:
+    def __init__(
+        self, database_url: str, model_id: str, *, connect_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    ) -> None:
         self._url = database_url
+        self._connect_timeout = connect_timeout(connect_seconds)
         self._key = ModelObjects(model_id).lease_key
         self._conn: psycopg.Connection[tuple[object, ...]] | None = None
 
@@ -21,7 +25,7 @@ class ProjectionLease:
     def try_acquire(self) -> bool:
         if self._conn is not None:
             return True
-        conn = psycopg.connect(self._url, autocommit=True)
+        conn = psycopg.connect(self._url, autocommit=True, connect_timeout=self._connect_timeout)
         row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self._key,)).fetchone()
         if not row or not row[0]:
             conn.close()

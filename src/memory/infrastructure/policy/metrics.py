@@ -5,7 +5,7 @@ from __future__ import annotations
 from prometheus_client import Counter, Gauge, Histogram
 
 from memory.application.embedding import EmbeddingError, ModelUnavailable
-from memory.application.errors import DeadlineExceeded
+from memory.application.errors import DatabaseUnavailable, DeadlineExceeded
 from memory.application.observer import ServiceCall
 from memory.application.policy.commands import StoreReceipt
 from memory.application.policy.queries import SearchAnswer
@@ -58,6 +58,7 @@ def outcome_of(error: Exception | None) -> str:
         (NotFound, "not_found"),
         (InvalidInput, "invalid"),
         (DeadlineExceeded, "timeout"),
+        (DatabaseUnavailable, "database_unavailable"),
         (ModelUnavailable, "model_unavailable"),
         (EmbeddingError, "model_error"),
         (DomainError, "invalid"),

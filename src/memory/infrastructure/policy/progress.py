@@ -11,6 +11,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from memory.application.errors import DatabaseUnavailable
+
 # How often a waiting writer reads the tracking table when no in-process commit woke it.
 TRACKING_POLL_SECONDS = 0.25
 
@@ -58,7 +60,13 @@ class TrackingWaiter:
         while True:
             if self._reached(self._progress.position, notification_id):
                 return True
-            stored = self._read_position()
+            try:
+                stored = self._read_position()
+            except DatabaseUnavailable:
+                # The event is recorded; only confirming it is projected failed. The writer
+                # answers `searchable: false` at the deadline rather than failing a write
+                # that happened (a retry would then conflict with it).
+                stored = None
             if self._reached(stored, notification_id):
                 assert stored is not None
                 self._progress.advance(stored)

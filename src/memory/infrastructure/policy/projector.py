@@ -53,7 +53,9 @@ class PolicyProjector:
         self._view_class = view_class
         self._index_first = index_first
         self._objects = ModelObjects(model.identity.id)
-        self._lease = ProjectionLease(database.url, model.identity.id)
+        self._lease = ProjectionLease(
+            database.url, model.identity.id, connect_seconds=database.timeout
+        )
         self._view: PostgresPolicyEmbeddingsView | None = None
         self._projection: PolicyEmbeddingsProjection | None = None
         self._runner: BaseProjectionRunner[PolicyApplication] | None = None
@@ -91,7 +93,9 @@ class PolicyProjector:
                     ensure_hnsw_index(conn, self.model_id)
             on_commit = None if self._progress is None else self._progress.advance
             view = self._view_class(
-                EventStoreConnection.from_url(self._database.url).datastore(),
+                EventStoreConnection.from_url(
+                    self._database.url, wait_seconds=self._database.timeout
+                ).datastore(),
                 tracking_table_name=self._objects.tracking_table,
                 on_commit=on_commit,
             )
@@ -105,7 +109,7 @@ class PolicyProjector:
                 application_class=PolicyApplication,
                 tracking_recorder=view,
                 topics=(),
-                env=event_store_env(self._database.url),
+                env=event_store_env(self._database.url, wait_seconds=self._database.timeout),
             )
             runner.__enter__()
             self._runner = runner

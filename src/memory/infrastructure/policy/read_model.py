@@ -34,6 +34,10 @@ from memory.domain.policy.search import PolicyDocument, SearchRequest, Similarit
 from memory.infrastructure.postgres.database import Database
 
 SearchMode = Literal["hnsw", "exact"]
+# At most this share of a search's remaining budget goes to waiting for a connection, so
+# that while the database is down the search answers 503 `database_unavailable` inside its
+# budget instead of running into the request's 504.
+CONNECTION_WAIT_SHARE = 0.5
 # PostgreSQL rounds statement_timeout to milliseconds; 0 would mean "no timeout".
 MIN_STATEMENT_TIMEOUT_MS = 1
 # pgvector's upper bound for hnsw.ef_search.
@@ -183,7 +187,7 @@ class PostgresPolicyReadModel:
         timeout_ms = max(MIN_STATEMENT_TIMEOUT_MS, math.ceil(timeout * 1000))
         try:
             configured = {"statement_timeout": f"{timeout_ms}ms", **settings}
-            with self._database.connection() as conn:
+            with self._database.connection(timeout=timeout * CONNECTION_WAIT_SHARE) as conn:
                 # One round trip for all transaction-local settings.
                 conn.execute(
                     sql.SQL("SELECT {}").format(

@@ -12,7 +12,7 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import Tracking
-from eventsourcing.postgres import PostgresDatastore, PostgresTrackingRecorder
+from eventsourcing.postgres import PostgresDatastore
 from psycopg import Cursor
 from psycopg.sql import SQL
 from psycopg.types.json import Jsonb
@@ -22,6 +22,7 @@ from memory.application.policy.projection import (
     PolicyEmbeddingsView,
     PolicyRow,
 )
+from memory.infrastructure.postgres.event_persistence import OutageAwareTrackingRecorder
 
 _UPSERT = SQL(
     "INSERT INTO policy_embeddings (embedding_ref, model, policy_id, version, embedding,"
@@ -56,7 +57,7 @@ def halfvec_text(values: Sequence[float]) -> str:
     return "[" + ",".join([f"{v:.7g}" for v in values]) + "]"
 
 
-class PostgresPolicyEmbeddingsView(PostgresTrackingRecorder, PolicyEmbeddingsView):
+class PostgresPolicyEmbeddingsView(OutageAwareTrackingRecorder, PolicyEmbeddingsView):
     """The view of one model's projection; its tracking table is that model's
     (`ModelObjects.tracking_table`). `on_commit` hears every committed position."""
 

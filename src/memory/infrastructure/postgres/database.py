@@ -2,11 +2,17 @@
 
 pgvector types are registered on every pooled connection (`configure=`), so adapters bind
 `pgvector.HalfVector`/`Vector` values directly.
+
+While the database is down, a request waits for a connection at most `timeout` seconds and
+then fails with `DatabaseUnavailable` (docs/adr/0047); the pool keeps reconnecting by itself
+and serves again as soon as the database is back.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -16,12 +22,24 @@ from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
+from memory.infrastructure.postgres.availability import database_boundary
+
 log = logging.getLogger(__name__)
 
 MIGRATIONS_PACKAGE = "memory.infrastructure"
 MIGRATIONS_DIR = "migrations"
 # Any constant works; it only has to be the same for every process migrating this database.
 MIGRATION_LOCK_KEY = 0x6D656D6F7279  # "memory"
+# How long a request waits for a pooled connection unless told otherwise
+# (`MEMORY_DATABASE_TIMEOUT`).
+DEFAULT_TIMEOUT_SECONDS = 2.0
+# psycopg_pool retries a lost connection in the background with exponential backoff (1, 2, 4,
+# ... s) for `reconnect_timeout` (5 minutes by default), and lets only one attempt grow the
+# pool at a time: after a long outage its next attempt could be minutes away when the
+# database returns. Giving up after a few seconds instead hands reconnection to demand: the
+# next request grows the pool at once, so service resumes as soon as the database is back.
+# Giving up never closes the pool (no `reconnect_failed` callback).
+RECONNECT_GIVE_UP_SECONDS = 5.0
 
 
 def _configure(conn: psycopg.Connection[object]) -> None:
@@ -29,17 +47,38 @@ def _configure(conn: psycopg.Connection[object]) -> None:
     conn.commit()
 
 
-class Database:
-    """A psycopg pool with pgvector registered. Use `connection()` for a transaction."""
+def connect_timeout(wait_seconds: float) -> int:
+    """libpq's `connect_timeout` for a wait: whole seconds, and libpq takes less than 2 as 2."""
+    return max(2, math.ceil(wait_seconds))
 
-    def __init__(self, url: str, *, min_size: int = 2, max_size: int = 10) -> None:
+
+class Database:
+    """A psycopg pool with pgvector registered. Use `connection()` for a transaction.
+
+    `timeout` bounds the wait for a connection (and a new connection's handshake). A
+    connection that died while idle (the server restarted) is noticed when it is taken and
+    replaced, instead of failing the request that got it. (psycopg_pool's own `check=` does
+    the same but backs off 1, 2, 4 s between dead connections inside the same wait, so after
+    an outage the first request could time out on a pool full of them.)"""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_size: int = 2,
+        max_size: int = 10,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
         self.url = url
+        self.timeout = timeout
         self.pool: ConnectionPool[psycopg.Connection[dict[str, object]]] = ConnectionPool(
             url,
             min_size=min_size,
             max_size=max_size,
-            kwargs={"row_factory": dict_row},
+            kwargs={"row_factory": dict_row, "connect_timeout": connect_timeout(timeout)},
             configure=_configure,
+            timeout=timeout,
+            reconnect_timeout=RECONNECT_GIVE_UP_SECONDS,
             open=False,
             name="memory",
         )
@@ -51,14 +90,41 @@ class Database:
         self.pool.close()
 
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection[dict[str, object]]]:
+    def connection(
+        self, *, timeout: float | None = None
+    ) -> Iterator[psycopg.Connection[dict[str, object]]]:
         """A pooled connection inside a transaction: committed on success, rolled back on
-        any exception."""
-        with self.pool.connection() as conn:
-            yield conn
+        any exception. Waits for it at most `timeout` (default: the database's); a
+        connection failure, then or in the block, raises `DatabaseUnavailable`."""
+        wait = self.timeout if timeout is None else min(timeout, self.timeout)
+        with database_boundary():
+            conn = self._live_connection(wait)
+            try:
+                # As the pool's `connection()`: commit on success, roll back on error.
+                with conn:
+                    yield conn
+            finally:
+                self.pool.putconn(conn)
 
-    def ping(self) -> None:
-        with self.pool.connection(timeout=2.0) as conn:
+    def _live_connection(self, wait: float) -> psycopg.Connection[dict[str, object]]:
+        deadline = time.monotonic() + wait
+        while True:
+            conn = self.pool.getconn(timeout=max(deadline - time.monotonic(), 0.001))
+            try:
+                ConnectionPool.check_connection(conn)
+            except psycopg.OperationalError:
+                self.pool.putconn(conn)  # broken: the pool discards and replaces it
+                continue
+            return conn
+
+    def ping(self, *, timeout: float | None = None) -> None:
+        """Raise `DatabaseUnavailable` unless the database answers within `timeout`."""
+        wait = self.timeout if timeout is None else timeout
+        with self.connection(timeout=wait) as conn:
+            conn.execute(
+                "SELECT set_config('statement_timeout', %s, true)",
+                (f"{math.ceil(wait * 1000)}ms",),
+            )
             conn.execute("SELECT 1")
 
     def migrate(self) -> list[str]:

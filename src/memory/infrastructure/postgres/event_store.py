@@ -5,7 +5,8 @@ URL: the one translation both contexts' event-sourced applications (policy's
 The library takes its connection as separate POSTGRES_* settings, not as a URL. Missing
 parts mean what they mean to libpq for the service's own pool (an empty host or user is
 libpq's default: the local socket, the OS user), so every pool of a process reaches the same
-server as the same user.
+server as the same user. Every library pool has the bounds of the service's own while the
+database is down (`event_persistence`, docs/adr/0047).
 """
 
 from __future__ import annotations
@@ -15,14 +16,19 @@ from dataclasses import dataclass
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.conninfo import conninfo_to_dict
 
+from memory.infrastructure.postgres.database import DEFAULT_TIMEOUT_SECONDS, connect_timeout
+from memory.infrastructure.postgres.event_persistence import (
+    DATABASE_TIMEOUT_KEY,
+    FACTORY_TOPIC,
+    bound_pool,
+)
+
 # Connections per library pool (plus overflow under bursts). Each process has a few of them
 # beside the service's own pool (see docs/architecture.md, "Connections"); their writes are
 # short, so they are kept small.
 LIBRARY_POOL_SIZE = 2
 LIBRARY_POOL_OVERFLOW = 4
 DEFAULT_PORT = "5432"
-# Seconds to wait for a connection when the URL names no `connect_timeout`.
-DEFAULT_CONNECT_TIMEOUT = "30"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +41,13 @@ class EventStoreConnection:
     port: str
     user: str
     password: str
-    connect_timeout: str
+    # Longest wait for a pooled connection (`MEMORY_DATABASE_TIMEOUT`).
+    wait_seconds: float
 
     @classmethod
-    def from_url(cls, database_url: str) -> EventStoreConnection:
+    def from_url(
+        cls, database_url: str, *, wait_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    ) -> EventStoreConnection:
         params = conninfo_to_dict(database_url)
 
         def param(key: str, default: str = "") -> str:
@@ -51,7 +60,7 @@ class EventStoreConnection:
             port=param("port", DEFAULT_PORT),
             user=param("user"),
             password=param("password"),
-            connect_timeout=param("connect_timeout", DEFAULT_CONNECT_TIMEOUT),
+            wait_seconds=wait_seconds,
         )
 
     def env(self, application_name: str, *, recorder_topic: str | None = None) -> dict[str, str]:
@@ -59,7 +68,7 @@ class EventStoreConnection:
         the application's prefix, so they win over any unprefixed POSTGRES_* variables in
         the process environment."""
         values = {
-            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "PERSISTENCE_MODULE": FACTORY_TOPIC,
             "POSTGRES_DBNAME": self.dbname,
             "POSTGRES_HOST": self.host,
             "POSTGRES_PORT": self.port,
@@ -67,7 +76,10 @@ class EventStoreConnection:
             "POSTGRES_PASSWORD": self.password,
             "POSTGRES_POOL_SIZE": str(LIBRARY_POOL_SIZE),
             "POSTGRES_MAX_OVERFLOW": str(LIBRARY_POOL_OVERFLOW),
-            "POSTGRES_CONNECT_TIMEOUT": self.connect_timeout,
+            # The library's "connect timeout" is its pool's wait, in whole seconds; the
+            # factory sets the exact wait from DATABASE_TIMEOUT.
+            "POSTGRES_CONNECT_TIMEOUT": str(connect_timeout(self.wait_seconds)),
+            DATABASE_TIMEOUT_KEY: str(self.wait_seconds),
             "CREATE_TABLE": "y",
         }
         if recorder_topic is not None:
@@ -77,13 +89,14 @@ class EventStoreConnection:
 
     def datastore(self) -> PostgresDatastore:
         """A library datastore (a small pool) for a projection's view."""
-        return PostgresDatastore(
+        datastore = PostgresDatastore(
             dbname=self.dbname,
             host=self.host,
             port=self.port,
             user=self.user,
             password=self.password,
-            connect_timeout=float(self.connect_timeout),
+            connect_timeout=self.wait_seconds,
             pool_size=LIBRARY_POOL_SIZE,
             max_overflow=LIBRARY_POOL_OVERFLOW,
         )
+        return bound_pool(datastore, self.wait_seconds)

@@ -1,0 +1,51 @@
+"""`memory serve` as a real process, for the e2e tests that need one (signals, kill -9, a
+database stopped underneath it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+STARTUP_DEADLINE_SECONDS = 60
+# Fast, deterministic models: these tests are about processes and the database, not meaning.
+HASH_MODELS = {"MEMORY_POLICY_MODEL": "hash:384", "MEMORY_HISTORY_MODEL": "hash:1024"}
+
+
+def serve(home: Path, port: int, **env_overrides: str) -> subprocess.Popen[bytes]:
+    """Start `memory serve` on `port` with only the given MEMORY_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_") and k != "PYTHONPATH"}
+    env["MEMORY_HOME"] = str(home)
+    env.update(env_overrides)
+    return subprocess.Popen(
+        [sys.executable, "-m", "memory.entrypoints.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes]) -> httpx.Response:
+    """The first answer of `url` (any status) once the server listens."""
+    deadline = time.monotonic() + STARTUP_DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "memory serve exited during start-up"
+        try:
+            return httpx.get(url, timeout=2.0)
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise AssertionError("memory serve did not answer /healthz in time")
+
+
+def terminate(proc: subprocess.Popen[bytes]) -> str:
+    """SIGTERM, wait for a clean exit, return the process's log."""
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=60)
+    log = output.decode()
+    assert proc.returncode == 0, log
+    return log
