@@ -25,9 +25,11 @@ LARGE_DOCUMENT = (
     "Staff must reset their password every 90 days and never reuse the last five. "
     "Kakitangan mesti menukar kata laluan setiap 90 hari. 员工必须每九十天更改一次密码。"
 ) * 50
-# The history query budget (MEMORY_HISTORY_QUERY_EMBED_TIMEOUT's default): well above what
-# a query costs beside a running document, far below what the document takes.
-QUERY_BUDGET = 1.0
+# The policy search budget (MEMORY_SEARCH_TIMEOUT's default): generous for a query that
+# takes ~10-50 ms beside a running document on a loaded 2-core machine, far below what the
+# document takes. The decisive check is that the query returns while the document is still
+# being embedded, which one lock for both made impossible.
+SEARCH_BUDGET = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +53,7 @@ def test_a_query_is_embedded_while_a_large_document_is(model: LocalE5Model) -> N
     still_embedding = document.is_alive()
     document.join()
     assert still_embedding, "the document finished first; the test proves nothing"
-    assert took < QUERY_BUDGET
+    assert took < SEARCH_BUDGET
 
 
 def test_tokens_are_counted_while_a_large_document_is_embedded(model: LocalE5Model) -> None:
@@ -63,7 +65,7 @@ def test_tokens_are_counted_while_a_large_document_is_embedded(model: LocalE5Mod
     document.join()
     assert still_embedding
     assert count > 5
-    assert took < QUERY_BUDGET
+    assert took < SEARCH_BUDGET
 
 
 @pytest.fixture
@@ -119,4 +121,4 @@ async def test_searches_and_sweep_status_answer_while_a_large_policy_is_stored(
         assert history.status_code == 200 and history.json()["semantic"] == "on"
         assert policy.status_code == 200, policy.text
         assert status.status_code == 200
-        assert answered - started < 3 * QUERY_BUDGET
+        assert answered - started < 2 * SEARCH_BUDGET

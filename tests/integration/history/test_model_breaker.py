@@ -49,7 +49,7 @@ def test_searches_degrade_at_once_while_the_server_refuses_and_recover_after(
         for _ in range(5):
             state, took = timed_search()
             assert state is SemanticState.DEGRADED
-            assert took < BUDGET / 4
+            assert took < BUDGET / 2
 
         # The server comes back: after the cool-down one probe goes through and closes it.
         server = FakeOllama(port)
