@@ -149,6 +149,8 @@ def _status(args: argparse.Namespace) -> int:
                 "org_id": args.org,
                 "model": runtime.model_id,
                 "models_stored": runtime.windows.models(),
+                # Non-zero after an upgrade until `memory history reindex` has run.
+                "full_text_rows_to_reindex": runtime.reindex_full_text.stale(args.org),
                 "partitions": [
                     {
                         "partition": str(s.partition),

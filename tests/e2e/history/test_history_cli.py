@@ -134,10 +134,14 @@ def test_reindex_command_reindexes_rows_stored_without_segmenting(cli_env: str, 
         return [r[0] for r in rows]
 
     assert refund_hits() == []
+    status = json.loads(run(capsys, "history", "status", "acme")[1])
+    assert status["full_text_rows_to_reindex"] == 4  # acme's 3 seeded rows and 'zh'
     code, out, err = run(capsys, "history", "reindex")
     assert code == 0
     assert json.loads(out) == {"rows_reindexed": 7, "rows_left": 0}
     assert "reindex" in err and "7/7" in err  # tqdm's bar
     assert refund_hits() == ["zh"]
+    status = json.loads(run(capsys, "history", "status", "acme")[1])
+    assert status["full_text_rows_to_reindex"] == 0
     code, out, _ = run(capsys, "history", "reindex")
     assert json.loads(out) == {"rows_reindexed": 0, "rows_left": 0}

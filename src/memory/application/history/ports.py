@@ -61,7 +61,9 @@ class FullTextIndex(Protocol):
     """The full-text index of `dw_chat_events`, for bringing rows indexed by an older
     segmentation to the current one."""
 
-    def count_stale(self) -> int: ...
+    def count_stale(self, org_id: str | None = None) -> int:
+        """Rows (of one org, or of all) indexed by an older segmentation."""
+        ...
 
     def reindex_batch(self, after: RowKey | None, limit: int) -> ReindexedBatch: ...
 

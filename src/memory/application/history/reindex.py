@@ -39,8 +39,8 @@ class ReindexFullText:
         self._index = index
         self._batch_rows = batch_rows
 
-    def stale(self) -> int:
-        return self._index.count_stale()
+    def stale(self, org_id: str | None = None) -> int:
+        return self._index.count_stale(org_id)
 
     def __call__(
         self, observer: ReindexObserver | None = None, stop: threading.Event | None = None

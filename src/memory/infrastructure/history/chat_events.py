@@ -187,13 +187,16 @@ class PostgresChatEventLog:
 
     # Re-indexing ----------------------------------------------------------------------
 
-    def count_stale(self) -> int:
-        """Rows indexed by another segmentation than this log's."""
+    def count_stale(self, org_id: str | None = None) -> int:
+        """Rows (of one org, or of all) indexed by another segmentation than this log's."""
+        org = sql.SQL(" AND org_id = %(org_id)s") if org_id is not None else sql.SQL("")
+        statement = sql.SQL(
+            "SELECT count(*) AS n FROM dw_chat_events"
+            " WHERE search_segmentation <> %(segmentation)s{org}"
+        ).format(org=org)
+        params = {"segmentation": self._segmentation.version, "org_id": org_id}
         with self._db.connection() as conn:
-            row = conn.execute(
-                "SELECT count(*) AS n FROM dw_chat_events WHERE search_segmentation <> %s",
-                (self._segmentation.version,),
-            ).fetchone()
+            row = conn.execute(statement, params).fetchone()
         assert row is not None
         return int(cast(int, row["n"]))
 
