@@ -257,3 +257,21 @@ def test_japanese_korean_and_long_queries(make_runtime: Callable[..., HistoryRun
     assert found(runtime, "リセット") == ["ja"]
     # The longest query allowed, all Chinese: hundreds of words, answered (with nothing).
     assert found(runtime, "请问我的登录密码什么时候可以重置" * 62) == []
+
+
+def test_the_reindex_commits_a_thousand_rows_at_a_time(
+    make_runtime: Callable[..., HistoryRuntime], kit
+) -> None:
+    runtime = make_runtime()
+    with kit.database.connection() as conn:
+        conn.execute(
+            "INSERT INTO dw_chat_events (org_id, event_id, provider, external_channel_id,"
+            " sender, event_type, decision, message_text, occurred_at)"
+            " SELECT 'acme', 'e' || i, 'slack', 'C1', 'ali', 'message', 'received',"
+            " '发票' || i, timestamptz '2026-03-02 09:00+00'"
+            " FROM generate_series(1, 1001) AS i"
+        )
+    progress = Progress()
+    report = runtime.reindex_full_text(progress)
+    assert (progress.total, progress.batches) == (1001, [1000, 1])
+    assert (report.rows_reindexed, report.rows_left) == (1001, 0)
