@@ -219,17 +219,27 @@ class HistoryRuntime:
             await anyio.sleep(self.settings.purge_interval)
 
     async def _listen(self) -> None:
+        failures = 0
+
+        def on_listening() -> None:
+            nonlocal failures
+            failures = 0
+            self._on_listening()
+
         while True:
             try:
                 await listen_for_ingest(
                     self.database.url,
                     self._on_ingest,
-                    on_listening=self._on_listening,
+                    on_listening=on_listening,
                     connect_seconds=self.database.timeout,
                 )
             except Exception as exc:  # a lost connection must not end the sweep worker
+                failures += 1
                 reason = str(exc).strip().splitlines()[0] if str(exc).strip() else exc
-                log.warning("history ingest listener failed (%s); reconnecting", reason)
+                # Once per outage, not once a second.
+                level = logging.WARNING if failures == 1 else logging.DEBUG
+                log.log(level, "history ingest listener failed (%s); reconnecting", reason)
             await anyio.sleep(LISTENER_RETRY_SECONDS)
 
     def _on_listening(self) -> None:

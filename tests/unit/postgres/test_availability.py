@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import psycopg
 import pytest
 from eventsourcing.persistence import OperationalError as LibraryOperationalError
@@ -10,7 +12,13 @@ from psycopg_pool import PoolTimeout
 
 from memory.application.errors import DatabaseUnavailable
 from memory.domain.errors import NotFound
-from memory.infrastructure.postgres.availability import database_boundary, is_connection_failure
+from memory.infrastructure.postgres import availability
+from memory.infrastructure.postgres.availability import (
+    LOG_INTERVAL_SECONDS,
+    database_boundary,
+    is_connection_failure,
+    unavailable,
+)
 from memory.infrastructure.postgres.event_persistence import (
     LIBRARY_RETRY_ATTEMPTS,
     retry_unless_outage,
@@ -118,3 +126,13 @@ def test_other_library_errors_keep_the_library_retries() -> None:
 
     assert write() == "ok"
     assert len(calls) == 2
+
+
+def test_an_outage_is_logged_once_not_once_per_request(caplog: pytest.LogCaptureFixture) -> None:
+    availability._last_logged = -LOG_INTERVAL_SECONDS  # no earlier outage in this process
+    with caplog.at_level(logging.WARNING, logger=availability.__name__):
+        for _ in range(5):
+            unavailable(PoolTimeout("couldn't get a connection after 2.00 sec"))
+    assert [r.getMessage() for r in caplog.records] == [
+        "database unavailable: couldn't get a connection after 2.00 sec"
+    ]

@@ -23,6 +23,7 @@ from memory.infrastructure.policy.lease import ProjectionLease
 from memory.infrastructure.policy.model_objects import ModelObjects
 from memory.infrastructure.policy.progress import ProjectionProgress
 from memory.infrastructure.policy.view import PostgresPolicyEmbeddingsView
+from memory.infrastructure.postgres.availability import is_connection_failure
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.postgres.event_store import EventStoreConnection
 
@@ -164,8 +165,15 @@ class PolicyProjector:
             if runner is not None:
                 try:
                     runner.__exit__(None, None, None)
-                except Exception:
-                    log.exception("policy projector for %s stopped with an error", self.model_id)
+                except Exception as exc:
+                    if not is_connection_failure(exc):
+                        log.exception(
+                            "policy projector for %s stopped with an error", self.model_id
+                        )
+                    else:  # an outage, reported by the worker's supervisor: no stack trace
+                        log.warning(
+                            "policy projector for %s lost its database connection", self.model_id
+                        )
         finally:
             if self._view is not None:
                 self._view.datastore.close()

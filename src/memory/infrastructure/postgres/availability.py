@@ -10,6 +10,8 @@ through unchanged.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -24,6 +26,12 @@ log = logging.getLogger(__name__)
 # (operator intervention: admin/crash shutdown, cannot connect now, database dropped,
 # idle session timeout). 57014 (query_canceled) is class 57 but not 57P.
 CONNECTION_FAILURE_SQLSTATES = ("08", "57P")
+# While the database stays unreachable, every request and every probe fails: the log gets one
+# line for the first failure and then at most one line per this many seconds.
+LOG_INTERVAL_SECONDS = 60.0
+
+_log_lock = threading.Lock()
+_last_logged = -LOG_INTERVAL_SECONDS
 
 
 def is_connection_failure(exc: BaseException | None) -> bool:
@@ -44,7 +52,14 @@ def is_connection_failure(exc: BaseException | None) -> bool:
 def unavailable(exc: BaseException) -> DatabaseUnavailable:
     """The application's error for connection failure `exc` (whose text, naming hosts and
     sockets, goes to the log rather than to the client)."""
-    log.warning("database unavailable: %s", _first_line(exc))
+    global _last_logged
+    with _log_lock:
+        now = time.monotonic()
+        due = now - _last_logged >= LOG_INTERVAL_SECONDS
+        if due:
+            _last_logged = now
+    level = logging.WARNING if due else logging.DEBUG
+    log.log(level, "database unavailable: %s", _first_line(exc))
     return DatabaseUnavailable("the database is unavailable; retry later")
 
 
