@@ -66,8 +66,8 @@ def has_cjk(text: str) -> bool:
 class FullTextQuery:
     """A search text cut for full-text search: `words` holds everything outside CJK runs
     (every word required, as `plainto_tsquery('simple', ...)` reads it); `phrases` one
-    entry per CJK run, its bigrams separated by spaces (for `phraseto_tsquery`). A message
-    matches when it matches `words` and every phrase."""
+    entry per CJK run (or per dictionary word of one), its bigrams separated by spaces (for
+    `phraseto_tsquery`). A message matches when it matches `words` and every phrase."""
 
     words: str
     phrases: tuple[str, ...]
