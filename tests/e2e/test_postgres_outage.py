@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,28 @@ def test_serve_answers_503_while_postgres_is_down_and_recovers_when_it_returns(
         _assert_unavailable(policy_search, server.timings["policy search down"])
         sweep = server.call("sweep down", "POST", "/v1/sweep")
         _assert_unavailable(sweep, server.timings["sweep down"])
+        ref = before.json()["embedding_ref"]
+        others: tuple[tuple[str, str, dict[str, Any] | None], ...] = (
+            ("PUT", "/v1/policies/before", {"content": "changed"}),
+            ("GET", "/v1/policies/before/versions", None),
+            ("GET", f"/v1/embeddings/{ref}", None),
+            ("GET", "/v1/orgs/acme/sweep", None),
+            ("GET", "/v1/feature-flags", None),
+            ("PUT", SEMANTIC, {"enabled": False}),
+            ("GET", "/v1/orgs/acme/feature-flags", None),
+            ("DELETE", "/v1/orgs/acme/feature-flags/digital_worker_semantic_search", None),
+            ("GET", "/v1/orgs/acme/retention", None),
+            ("PUT", "/v1/orgs/acme/retention", {"days": 1}),
+            ("POST", "/v1/purge", None),
+        )
+        # Every other endpoint too (side by side: each waits its 2 s).
+        with ThreadPoolExecutor(max_workers=len(others)) as pool:
+            answers = pool.map(
+                lambda call: server.call(f"{call[0]} {call[1]} down", *call[:2], json=call[2]),
+                others,
+            )
+            for (method, path, _), answer in zip(others, list(answers), strict=True):
+                _assert_unavailable(answer, server.timings[f"{method} {path} down"])
 
         cluster.start()
 
@@ -183,6 +206,10 @@ def test_serve_answers_503_while_postgres_is_down_and_recovers_when_it_returns(
             lambda: "C9-0" in server.semantic_event_ids(), RECOVERY_SECONDS
         )
         assert "C1-0" in server.semantic_event_ids()
+        # The refused changes changed nothing.
+        assert httpx.get(server.base + "/v1/orgs/acme/retention").json()["days"] != 1
+        versions = httpx.get(server.base + "/v1/policies/before/versions").json()
+        assert len(versions["versions"]) == 1
     finally:
         log = terminate(proc)
         print(log)  # shown by pytest when the test fails
