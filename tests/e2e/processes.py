@@ -30,6 +30,21 @@ def serve(home: Path, port: int, **env_overrides: str) -> subprocess.Popen[bytes
     )
 
 
+def memory_cli(home: Path, *args: str, **env_overrides: str) -> subprocess.CompletedProcess[str]:
+    """Run `memory <args>` to completion with only the given MEMORY_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_") and k != "PYTHONPATH"}
+    env["MEMORY_HOME"] = str(home)
+    env.update(env_overrides)
+    return subprocess.run(
+        [sys.executable, "-m", "memory.entrypoints.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def wait_healthy(url: str, proc: subprocess.Popen[bytes]) -> httpx.Response:
     """The first answer of `url` (any status) once the server listens."""
     deadline = time.monotonic() + STARTUP_DEADLINE_SECONDS

@@ -66,7 +66,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from memory.entrypoints import history_cli, policy_cli
+    from memory.entrypoints import db_cli, history_cli, policy_cli
 
     parser = argparse.ArgumentParser(
         prog="memory", description="Local, multilingual semantic memory on PostgreSQL + pgvector."
@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
     serve.set_defaults(func=_serve)
+    db_cli.register(sub)
     policy_cli.register(sub)
     history_cli.register(sub)
     return parser

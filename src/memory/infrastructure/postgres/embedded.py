@@ -10,6 +10,10 @@ it. A process that finds the cluster running attaches to it, and adopts it if th
 owner is gone (killed with -9), so a kill and a restart never leave a cluster without owner
 (docs/adr/0048).
 
+`memory db start` runs the cluster on its own (`start_detached`): the recorded owner is then
+the PostgreSQL server itself, alive exactly as long as the cluster, so every `memory serve`
+attaches and none stops it; only `memory db stop` does (docs/adr/0060).
+
 `initdb` refuses to run as root, so as root the cluster runs as an unprivileged user.
 """
 
@@ -47,6 +51,14 @@ SOCKET_ROOT = Path("/tmp")
 
 class EmbeddedPostgresError(RuntimeError):
     """The embedded cluster could not be created, started or reached."""
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    running: bool
+    port: int | None
+    # Who stops it: "detached" (`memory db stop`), "pid N" (that `memory serve`), or "none".
+    owner: str
 
 
 @dataclass(frozen=True)
@@ -191,11 +203,70 @@ class EmbeddedPostgres:
         self._ensure_database()
         return self.url
 
+    def start_detached(self) -> str:
+        """Start the cluster (or take over a running one) and leave it running after this
+        process exits: the server becomes its own owner, so no `memory serve` attaching to it
+        stops it. Return its URL."""
+        url = self.start()
+        with self._decision_lock():
+            postmaster = self._postmaster_identity()
+            if postmaster is None:
+                raise EmbeddedPostgresError("PostgreSQL stopped while being detached")
+            self.paths.owner_file.write_text(postmaster + "\n")
+        self._owned = False
+        return url
+
+    def status(self) -> ClusterStatus:
+        """Whether the cluster runs, where, and who stops it."""
+        if not self.paths.lock_file.parent.exists():
+            return ClusterStatus(running=False, port=None, owner="none")
+        with self._decision_lock():
+            port = self._running_port()
+            if port is None:
+                return ClusterStatus(running=False, port=None, owner="none")
+            owner = self._recorded_owner()
+            postmaster = self._postmaster_identity()
+            if owner is not None and owner == postmaster:
+                who = "detached"
+            elif owner is not None and self._owner_alive(owner):
+                who = f"pid {owner.split()[0]}"
+            else:
+                who = "none"
+        self._port = port
+        return ClusterStatus(running=True, port=port, owner=who)
+
+    def stop_detached(self, *, force: bool = False) -> bool:
+        """Stop a running cluster that `start_detached` left running (or that nobody owns).
+        One a live `memory serve` owns is left alone unless `force`. False if it was not
+        running."""
+        current = self.status()
+        if not current.running:
+            return False
+        if current.owner not in ("detached", "none") and not force:
+            raise EmbeddedPostgresError(
+                f"the cluster is owned by a running `memory serve` ({current.owner}), which "
+                "stops it when it exits; use --force to stop it now"
+            )
+        self._owned = True
+        self._stop_owned(release_any=True)
+        return True
+
     def stop(self) -> None:
         if not self._owned:
             return
-        log.info("stopping embedded PostgreSQL (%s)", self.paths.data)
+        self._stop_owned(release_any=False)
+
+    def _stop_owned(self, *, release_any: bool) -> None:
         with self._decision_lock():
+            me = process_identity(os.getpid())
+            owner = self._recorded_owner()
+            if not release_any and owner is not None and owner != me:
+                # `memory db start` detached the cluster while this process owned it: it is
+                # no longer this process's to stop.
+                log.info("leaving embedded PostgreSQL running: it was detached (memory db start)")
+                self._owned = False
+                return
+            log.info("stopping embedded PostgreSQL (%s)", self.paths.data)
             self._run(
                 [
                     str(self._bindir / "pg_ctl"),
@@ -208,7 +279,7 @@ class EmbeddedPostgres:
                 ],
                 check=False,
             )
-            if self._recorded_owner() == process_identity(os.getpid()):
+            if release_any or self._recorded_owner() == me:
                 self.paths.owner_file.unlink(missing_ok=True)
         self._owned = False
         # The server removes its socket and lock file; the empty directory is ours to remove.
@@ -248,6 +319,14 @@ class EmbeddedPostgres:
         if not pid_text.isdigit():
             return False
         return process_identity(int(pid_text)) == owner
+
+    def _postmaster_identity(self) -> str | None:
+        """The running server's own identity (`"<pid> <start time>"`), from postmaster.pid."""
+        try:
+            first = (self.paths.data / "postmaster.pid").read_text().splitlines()[0].strip()
+        except (OSError, IndexError):
+            return None
+        return process_identity(int(first)) if first.isdigit() else None
 
     def _claim_ownership(self) -> None:
         identity = process_identity(os.getpid())
@@ -396,10 +475,18 @@ class EmbeddedPostgres:
             return "\n".join(self.paths.log_file.read_text().splitlines()[-lines:])
         return ""
 
-    def _conninfo(self, dbname: str) -> str:
+    @property
+    def tcp_url(self) -> str:
+        """The URL over TCP (127.0.0.1), for what cannot use the socket (e.g. PgBouncer on
+        another machine's view of it, or a client in a container)."""
+        if self._port is None:
+            raise EmbeddedPostgresError("cluster not started")
+        return self._conninfo(DATABASE_NAME, host="127.0.0.1")
+
+    def _conninfo(self, dbname: str, *, host: str | None = None) -> str:
         return make_conninfo(
             "",
-            host=str(self.paths.socket_dir),
+            host=host or str(self.paths.socket_dir),
             port=self._port,
             user=SUPERUSER,
             password=self._password(),

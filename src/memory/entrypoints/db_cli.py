@@ -1,0 +1,92 @@
+"""`memory db start|stop|status|url`: the home's embedded cluster, run on its own.
+
+A cluster started here outlives the command and belongs to no server: several `memory
+serve` processes (and tests, benchmarks) share it through `MEMORY_DATABASE_URL`, and none
+of them stops it when it exits; `memory db stop` does (docs/adr/0060).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from memory.infrastructure.postgres.embedded import EmbeddedPostgres, EmbeddedPostgresError
+from memory.infrastructure.settings import Settings
+
+# `memory db status` and `memory db url` exit with this when the cluster is not running (as
+# `pg_ctl status` does), so scripts can tell "stopped" from a failure.
+EXIT_NOT_RUNNING = 3
+
+
+def _cluster(args: argparse.Namespace) -> EmbeddedPostgres:
+    settings: Settings = args.settings
+    return EmbeddedPostgres(settings.home, port=getattr(args, "port", None))
+
+
+def _start(args: argparse.Namespace) -> int:
+    cluster = _cluster(args)
+    try:
+        url = cluster.start_detached()
+    except EmbeddedPostgresError as exc:
+        print(f"memory db start: {exc}", file=sys.stderr)
+        return 1
+    print(cluster.tcp_url if args.tcp else url)
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    cluster = _cluster(args)
+    try:
+        stopped = cluster.stop_detached(force=args.force)
+    except EmbeddedPostgresError as exc:
+        print(f"memory db stop: {exc}", file=sys.stderr)
+        return 1
+    print("stopped" if stopped else "not running", file=sys.stderr)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    cluster = _cluster(args)
+    status = cluster.status()
+    print(
+        json.dumps(
+            {
+                "running": status.running,
+                "port": status.port,
+                "owner": status.owner,
+                "data_directory": str(cluster.paths.data),
+            }
+        )
+    )
+    return 0 if status.running else EXIT_NOT_RUNNING
+
+
+def _url(args: argparse.Namespace) -> int:
+    cluster = _cluster(args)
+    if not cluster.status().running:
+        print("memory db url: the cluster is not running (memory db start)", file=sys.stderr)
+        return EXIT_NOT_RUNNING
+    print(cluster.tcp_url if args.tcp else cluster.url)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    db = sub.add_parser("db", help="run the embedded PostgreSQL cluster on its own")
+    commands = db.add_subparsers(dest="db_command", required=True)
+    start = commands.add_parser(
+        "start", help="start the home's cluster in the background; print its URL"
+    )
+    start.add_argument("--port", type=int, default=None, help="TCP port (default: a free one)")
+    start.add_argument("--tcp", action="store_true", help="print the URL over 127.0.0.1")
+    start.set_defaults(func=_start)
+    stop = commands.add_parser("stop", help="stop the home's cluster")
+    stop.add_argument(
+        "--force", action="store_true", help="stop it even if a `memory serve` owns it"
+    )
+    stop.set_defaults(func=_stop)
+    status = commands.add_parser("status", help="whether it runs, its port and its owner")
+    status.set_defaults(func=_status)
+    url = commands.add_parser("url", help="print the running cluster's MEMORY_DATABASE_URL")
+    url.add_argument("--tcp", action="store_true", help="over 127.0.0.1 instead of the socket")
+    url.set_defaults(func=_url)
