@@ -281,7 +281,7 @@ def bench_ingest(
     try:
         started = time.perf_counter()
         for i in tqdm(range(0, len(app_events), batch), desc="ingest in process"):
-            runtime.ingest_events("ingest-app", app_events[i : i + batch])
+            runtime.service.ingest("ingest-app", app_events[i : i + batch])
         app_seconds = time.perf_counter() - started
     finally:
         runtime.close()
@@ -320,14 +320,14 @@ def bench_sweep(
     timed = TimedModel(model)
     runtime = HistoryRuntime(Settings(), database, timed)
     try:
-        runtime.flags.set_global(SEMANTIC_SEARCH_FLAG, True)
+        runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True)
         for i in range(0, len(convs), 300):
-            runtime.ingest_events(org, [e for w in convs[i : i + 300] for e in w])
+            runtime.service.ingest(org, [e for w in convs[i : i + 300] for e in w])
         model.embed_documents(texts[:2])  # warm-up
         # The baseline: the model alone on the same texts, in the same batches.
         raw = time_batches(model, texts, f"raw {label}")
         started = time.perf_counter()
-        report = runtime.run_sweep(org, trigger="bench")
+        report = runtime.service.sweep(org, trigger="bench")
         sweep_seconds = time.perf_counter() - started
     finally:
         runtime.close()
@@ -339,7 +339,7 @@ def bench_sweep(
     idle_runtime = HistoryRuntime(Settings(), database, model)
     try:
         started = time.perf_counter()
-        idle = idle_runtime.run_sweep(org, trigger="bench")
+        idle = idle_runtime.service.sweep(org, trigger="bench")
         idle_ms = (time.perf_counter() - started) / max(idle.partitions, 1) * 1000
     finally:
         idle_runtime.close()
@@ -393,15 +393,15 @@ def bench_search(
     runtime = HistoryRuntime(Settings(), database, model)
     rows: list[Row] = []
     try:
-        runtime.flags.set_global(SEMANTIC_SEARCH_FLAG, True)
+        runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True)
         start = datetime.now(UTC) - timedelta(days=20)
         for size in sizes:
             org = f"search-{size}"
             convs = conversations(rng, org, size, words=12, start=start)
             for i in tqdm(range(0, len(convs), 300), desc=f"load {size:,} windows", leave=False):
-                runtime.ingest_events(org, [e for w in convs[i : i + 300] for e in w])
+                runtime.service.ingest(org, [e for w in convs[i : i + 300] for e in w])
             sweep_started = time.perf_counter()
-            report = runtime.run_sweep(org, trigger="bench")
+            report = runtime.service.sweep(org, trigger="bench")
             sweep_seconds = time.perf_counter() - sweep_started
             assert report.windows_embedded == size, report
             with database.connection() as conn:
@@ -409,7 +409,7 @@ def bench_search(
                 conn.execute("ANALYZE dw_chat_events")
 
             def hybrid(q: str, org: str = org) -> None:
-                result = runtime.search_history(org, HistoryQuery(q, limit=SEARCH_LIMIT))
+                result = runtime.service.search(org, HistoryQuery(q, limit=SEARCH_LIMIT))
                 assert result.semantic is SemanticState.ON
 
             def knn(q: str, org: str = org) -> None:
@@ -423,10 +423,10 @@ def bench_search(
 
             hybrid_ms = latency(hybrid, texts, f"hybrid {size:,}")
             knn_ms = latency(knn, texts, f"knn {size:,}")
-            runtime.flags.set_org(org, SEMANTIC_SEARCH_FLAG, False)
+            runtime.service.set_org_flag(org, SEMANTIC_SEARCH_FLAG, False)
 
             def fts(q: str, org: str = org) -> None:
-                result = runtime.search_history(org, HistoryQuery(q, limit=SEARCH_LIMIT))
+                result = runtime.service.search(org, HistoryQuery(q, limit=SEARCH_LIMIT))
                 assert result.semantic is SemanticState.OFF
 
             fts_ms = latency(fts, texts, f"fts {size:,}")

@@ -14,6 +14,7 @@ from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.settings import Settings
 
 if TYPE_CHECKING:
+    from memory.application.history.service import HistoryService
     from memory.application.policy.service import PolicyService
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,15 @@ class Services:
 
         runtime = self.context("policy")
         assert isinstance(runtime, PolicyRuntime)
+        return runtime.service
+
+    @property
+    def history(self) -> HistoryService:
+        """The history context's service (KeyError if it was not built)."""
+        from memory.entrypoints.history_runtime import HistoryRuntime
+
+        runtime = self.context("history")
+        assert isinstance(runtime, HistoryRuntime)
         return runtime.service
 
     def close(self) -> None:

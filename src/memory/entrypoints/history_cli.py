@@ -13,9 +13,9 @@ from typing import Any
 
 from tqdm import tqdm
 
+from memory.application.history.service import HistoryService
 from memory.application.history.sweep import PartitionReport
 from memory.domain.errors import DomainError
-from memory.entrypoints.history_runtime import HistoryRuntime
 from memory.infrastructure.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -64,18 +64,11 @@ class _ReindexBar:
 
 
 @contextmanager
-def _history(settings: Settings) -> Iterator[HistoryRuntime]:
-    from memory.entrypoints.bootstrap import build_services
-    from memory.entrypoints.database_url import database_url
+def _history(settings: Settings) -> Iterator[HistoryService]:
+    from memory.entrypoints.bootstrap import opened
 
-    with database_url(settings) as url:
-        services = build_services(settings, url, contexts=("history",))
-        try:
-            runtime = services.context("history")
-            assert isinstance(runtime, HistoryRuntime)
-            yield runtime
-        finally:
-            services.close()
+    with opened(settings, contexts=("history",)) as services:
+        yield services.history
 
 
 def _print(data: dict[str, Any]) -> None:
@@ -84,11 +77,11 @@ def _print(data: dict[str, Any]) -> None:
 
 def _sweep(args: argparse.Namespace) -> int:
     settings: Settings = args.settings
-    with _history(settings) as runtime:
+    with _history(settings) as history:
         while True:
             bar = _ProgressBar()
             try:
-                report = runtime.run_sweep(args.org, trigger="cli", observer=bar)
+                report = history.sweep(args.org, trigger="cli", progress=bar)
             finally:
                 bar.close()
             _print(report.summary())
@@ -98,8 +91,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _purge(args: argparse.Namespace) -> int:
-    with _history(args.settings) as runtime:
-        report = runtime.run_purge(args.org)
+    with _history(args.settings) as history:
+        report = history.purge(args.org)
         _print(
             {
                 "orgs": report.orgs,
@@ -111,9 +104,9 @@ def _purge(args: argparse.Namespace) -> int:
 
 
 def _drop_model(args: argparse.Namespace) -> int:
-    with _history(args.settings) as runtime:
+    with _history(args.settings) as history:
         try:
-            report = runtime.drop_model_spec(args.model)
+            report = history.drop_model(args.model)
         except DomainError as exc:
             print(f"memory: {exc.message}")
             return 2
@@ -128,12 +121,12 @@ def _drop_model(args: argparse.Namespace) -> int:
 
 
 def _retention(args: argparse.Namespace) -> int:
-    with _history(args.settings) as runtime:
+    with _history(args.settings) as history:
         try:
             if args.days is not None:
-                found = runtime.retention.set(args.org, args.days)
+                found = history.set_retention(args.org, args.days)
             else:
-                found = runtime.retention.get(args.org)
+                found = history.retention(args.org)
         except DomainError as exc:
             print(f"memory: {exc.message}")
             return 2
@@ -142,15 +135,15 @@ def _retention(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    with _history(args.settings) as runtime:
-        statuses = runtime.sweep_status(args.org)
+    with _history(args.settings) as history:
+        status = history.sweep_status(args.org)
         _print(
             {
                 "org_id": args.org,
-                "model": runtime.model_id,
-                "models_stored": runtime.windows.models(),
+                "model": status.model,
+                "models_stored": history.stored_models(),
                 # Non-zero after an upgrade until `memory history reindex` has run.
-                "full_text_rows_to_reindex": runtime.reindex_full_text.stale(args.org),
+                "full_text_rows_to_reindex": history.stale_full_text_rows(args.org),
                 "partitions": [
                     {
                         "partition": str(s.partition),
@@ -161,7 +154,7 @@ def _status(args: argparse.Namespace) -> int:
                         "poison_events": len(s.poison_events),
                         "stalled": s.stalled,
                     }
-                    for s in statuses
+                    for s in status.partitions
                 ],
             }
         )
@@ -169,10 +162,10 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _reindex(args: argparse.Namespace) -> int:
-    with _history(args.settings) as runtime:
+    with _history(args.settings) as history:
         bar = _ReindexBar()
         try:
-            report = runtime.reindex_full_text(observer=bar)
+            report = history.reindex_full_text(progress=bar)
         finally:
             bar.close()
         _print({"rows_reindexed": report.rows_reindexed, "rows_left": report.rows_left})

@@ -7,9 +7,7 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Protocol
-
-from starlette.routing import BaseRoute
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memory.application.embedding import EmbeddingModel
 from memory.application.observer import ServiceObserver
@@ -30,6 +28,10 @@ from memory.infrastructure.policy.secrets import load_cursor_key
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.service_log import ServiceLog
 from memory.infrastructure.settings import Settings
+
+if TYPE_CHECKING:
+    # Only for annotations: building a context never imports Starlette (memory.api).
+    from starlette.routing import BaseRoute
 
 log = logging.getLogger(__name__)
 

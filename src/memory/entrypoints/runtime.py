@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from starlette.routing import BaseRoute
+if TYPE_CHECKING:
+    # Only for annotations: building a context never imports Starlette (memory.api).
+    from starlette.routing import BaseRoute
+
 
 Worker = Callable[[], Awaitable[None]]
 

@@ -160,7 +160,7 @@ class Kit:
 
     @staticmethod
     def enable_semantic(runtime: HistoryRuntime) -> None:
-        runtime.flags.set_global(SEMANTIC_SEARCH_FLAG, True)
+        runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True)
 
     def rows(self, *, model: str | None = None) -> list[dict[str, Any]]:
         where = " WHERE model = %s" if model else ""

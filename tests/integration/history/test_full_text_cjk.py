@@ -19,7 +19,7 @@ CJK_MIGRATION = "0205_history_cjk_fulltext.sql"
 
 
 def found(runtime: HistoryRuntime, q: str, org: str = "acme", **filters) -> list[str]:
-    result = runtime.search_history(org, HistoryQuery(q, **filters))
+    result = runtime.service.search(org, HistoryQuery(q, **filters))
     return [hit.event_id for hit in result.hits]
 
 
@@ -27,7 +27,7 @@ def test_a_chinese_keyword_finds_the_message_that_contains_it_in_a_longer_senten
     make_runtime: Callable[..., HistoryRuntime], kit
 ) -> None:
     runtime = make_runtime()
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme",
         [
             kit.message("refund", 0, "我上个星期申请了退款，到现在还没有收到，请问什么时候到账？"),  # noqa: RUF001
@@ -47,7 +47,7 @@ def test_keywords_written_together_are_cut_into_words_each_required(
     make_runtime: Callable[..., HistoryRuntime], kit
 ) -> None:
     runtime = make_runtime()
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme",
         [
             kit.message("refund", 0, "我上个星期申请了退款，到现在还没有收到，请问什么时候到账？"),  # noqa: RUF001
@@ -67,7 +67,7 @@ def test_rojak_messages_match_chinese_and_latin_words_of_the_same_message(
     make_runtime: Callable[..., HistoryRuntime], kit
 ) -> None:
     runtime = make_runtime()
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme",
         [
             kit.message("r1", 0, "Boss, 我的parcel belum sampai lagi lah, 已经一个星期了"),
@@ -87,7 +87,7 @@ def test_messages_holding_the_query_terms_more_often_and_closer_rank_first(
     make_runtime: Callable[..., HistoryRuntime], kit
 ) -> None:
     runtime = make_runtime()
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme",
         [
             kit.message("once-old", 0, "我想问一下退款的事情"),
@@ -110,7 +110,7 @@ def test_a_one_character_query_matches_that_character_standing_alone_only(
 ) -> None:
     runtime = make_runtime()
     common = [kit.message(f"m{i}", i, f"好的，我明天{i}点到") for i in range(20)]  # noqa: RUF001
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme", [*common, kit.message("alone", 30, "好"), kit.message("reply", 31, "ok 好!")]
     )
     assert found(runtime, "好") == ["reply", "alone"]
@@ -121,9 +121,9 @@ def test_org_scope_and_filters_apply_to_chinese_queries(
     make_runtime: Callable[..., HistoryRuntime], kit
 ) -> None:
     runtime = make_runtime()
-    runtime.ingest_events("acme", [kit.message("a1", 0, "发票收到了", channel="C1")])
-    runtime.ingest_events("acme", [kit.message("a2", 1, "发票还没开", channel="C2")])
-    runtime.ingest_events("globex", [kit.message("g1", 0, "发票收到了")])
+    runtime.service.ingest("acme", [kit.message("a1", 0, "发票收到了", channel="C1")])
+    runtime.service.ingest("acme", [kit.message("a2", 1, "发票还没开", channel="C2")])
+    runtime.service.ingest("globex", [kit.message("g1", 0, "发票收到了")])
     assert found(runtime, "发票") == ["a2", "a1"]
     assert found(runtime, "发票", channel_id="C1") == ["a1"]
     assert found(runtime, "发票", org="globex") == ["g1"]
@@ -133,8 +133,8 @@ def test_ingest_stays_idempotent_and_the_first_write_keeps_its_index(
     make_runtime: Callable[..., HistoryRuntime], kit
 ) -> None:
     runtime = make_runtime()
-    first = runtime.ingest_events("acme", [kit.message("a", 0, "退款申请已提交")])
-    again = runtime.ingest_events(
+    first = runtime.service.ingest("acme", [kit.message("a", 0, "退款申请已提交")])
+    again = runtime.service.ingest(
         "acme", [kit.message("a", 0, "发票已寄出"), kit.message("b", 1, "发票已寄出")]
     )
     assert (first.inserted, again.inserted, again.duplicates) == (1, 1, 1)
@@ -198,7 +198,7 @@ def test_rows_stored_before_the_migration_are_reindexed_resumably(
     # Migrated rows keep their old index: Latin words are found, Chinese inside a sentence not.
     assert len(found(runtime, "refund", limit=100)) == 13
     assert found(runtime, "退款") == []
-    assert runtime.reindex_full_text.stale() == 25
+    assert runtime.service.stale_full_text_rows() == 25
 
     # A re-index stopped after its first batch leaves the rest stale; a second run resumes.
     log = PostgresChatEventLog(kit.database)
@@ -236,14 +236,14 @@ def test_a_row_written_without_segmenting_is_indexed_as_before_and_marked_stale(
             " 'refund 退款申请', timestamptz '2026-03-02 09:00+00')"
         )
     assert found(runtime, "refund") == ["x"]
-    assert runtime.reindex_full_text.stale() == 1
-    assert runtime.reindex_full_text().rows_reindexed == 1
+    assert runtime.service.stale_full_text_rows() == 1
+    assert runtime.service.reindex_full_text().rows_reindexed == 1
     assert found(runtime, "退款") == ["x"]
 
 
 def test_japanese_korean_and_long_queries(make_runtime: Callable[..., HistoryRuntime], kit) -> None:
     runtime = make_runtime()
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme",
         [
             kit.message("ko", 0, "비밀번호 재설정 링크가 안 와요"),
@@ -272,6 +272,6 @@ def test_the_reindex_commits_a_thousand_rows_at_a_time(
             " FROM generate_series(1, 1001) AS i"
         )
     progress = Progress()
-    report = runtime.reindex_full_text(progress)
+    report = runtime.service.reindex_full_text(progress)
     assert (progress.total, progress.batches) == (1001, [1000, 1])
     assert (report.rows_reindexed, report.rows_left) == (1001, 0)

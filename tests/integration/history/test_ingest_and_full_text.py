@@ -19,12 +19,12 @@ def test_an_event_id_is_an_idempotency_key(
     make_runtime: Callable[..., HistoryRuntime], kit
 ) -> None:
     runtime = make_runtime()
-    first = runtime.ingest_events("acme", [kit.message("a", 0, "original"), kit.message("b", 1)])
+    first = runtime.service.ingest("acme", [kit.message("a", 0, "original"), kit.message("b", 1)])
     assert (first.event_ids, first.inserted, first.duplicates) == (["a", "b"], 2, 0)
-    again = runtime.ingest_events("acme", [kit.message("a", 0, "changed"), kit.message("c", 2)])
+    again = runtime.service.ingest("acme", [kit.message("a", 0, "changed"), kit.message("c", 2)])
     assert (again.event_ids, again.inserted, again.duplicates) == (["a", "c"], 1, 1)
     assert kit.scalar("SELECT message_text FROM dw_chat_events WHERE event_id = 'a'") == "original"
-    other_org = runtime.ingest_events("globex", [kit.message("a", 0)])
+    other_org = runtime.service.ingest("globex", [kit.message("a", 0)])
     assert other_org.inserted == 1
     assert kit.scalar("SELECT count(*) FROM dw_chat_events") == 4
 
@@ -32,8 +32,8 @@ def test_an_event_id_is_an_idempotency_key(
 def test_derived_ids_make_a_retried_request_store_nothing_new(make_runtime, kit) -> None:
     runtime = make_runtime()
     batch = [replace(kit.message("x", i, f"message {i}"), event_id=None) for i in range(3)]
-    first = runtime.ingest_events("acme", batch)
-    retry = runtime.ingest_events("acme", batch)
+    first = runtime.service.ingest("acme", batch)
+    retry = runtime.service.ingest("acme", batch)
     assert first.event_ids == retry.event_ids
     assert len(set(first.event_ids)) == 3
     assert (retry.inserted, retry.duplicates) == (0, 3)
@@ -41,7 +41,7 @@ def test_derived_ids_make_a_retried_request_store_nothing_new(make_runtime, kit)
 
 def test_repeats_within_one_request_count_as_duplicates(make_runtime, kit) -> None:
     runtime = make_runtime()
-    result = runtime.ingest_events("acme", [kit.message("a", 0), kit.message("a", 0)])
+    result = runtime.service.ingest("acme", [kit.message("a", 0), kit.message("a", 0)])
     assert (result.inserted, result.duplicates) == (1, 1)
 
 
@@ -50,20 +50,20 @@ def test_a_request_needs_one_to_a_thousand_events_and_stores_nothing_otherwise(
 ) -> None:
     runtime = make_runtime()
     with pytest.raises(InvalidInput) as caught:
-        runtime.ingest_events("acme", [])
+        runtime.service.ingest("acme", [])
     assert caught.value.field == "events"
     with pytest.raises(InvalidInput):
-        runtime.ingest_events("acme", [kit.message(f"e{i}", 0) for i in range(1001)])
+        runtime.service.ingest("acme", [kit.message(f"e{i}", 0) for i in range(1001)])
     assert kit.scalar("SELECT count(*) FROM dw_chat_events") == 0
     assert (
-        runtime.ingest_events("acme", [kit.message(f"e{i}", 0) for i in range(1000)]).inserted
+        runtime.service.ingest("acme", [kit.message(f"e{i}", 0) for i in range(1000)]).inserted
         == 1000
     )
 
 
 def test_full_text_search_matches_like_plainto_tsquery_simple(make_runtime, kit) -> None:
     runtime = make_runtime()
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme",
         [
             kit.message("reset", 0, "please reset my password"),
@@ -73,7 +73,7 @@ def test_full_text_search_matches_like_plainto_tsquery_simple(make_runtime, kit)
             kit.message("other", 4, "lunch at noon?"),
         ],
     )
-    runtime.ingest_events("globex", [kit.message("g", 0, "password for globex")])
+    runtime.service.ingest("globex", [kit.message("g", 0, "password for globex")])
 
     def ids(**kwargs: object) -> list[str]:
         query = HistoryQuery(**kwargs)  # type: ignore[arg-type]
@@ -96,10 +96,10 @@ def test_an_insert_notifies_the_sweep_once_per_org(make_runtime, kit, database_u
     runtime = make_runtime()
     with psycopg.connect(database_url, autocommit=True) as listener:
         listener.execute(f"LISTEN {INGEST_CHANNEL}")
-        runtime.ingest_events("acme", [kit.message("a", 0), kit.message("b", 1)])
+        runtime.service.ingest("acme", [kit.message("a", 0), kit.message("b", 1)])
         got = [n.payload for n in listener.notifies(timeout=2.0)]
         assert got == ["acme"]
-        runtime.ingest_events("acme", [kit.message("a", 0)])  # only a duplicate: nothing new
+        runtime.service.ingest("acme", [kit.message("a", 0)])  # only a duplicate: nothing new
         assert [n.payload for n in listener.notifies(timeout=0.5)] == []
 
 
@@ -113,11 +113,11 @@ def test_ingest_of_one_org_is_serialised_so_sequence_numbers_commit_in_order(
         holder.execute("SELECT pg_advisory_xact_lock(%s, hashtext('acme'))", (INGEST_LOCK_CLASS,))
         blocked = threading.Thread(
             target=lambda: done.append(
-                runtime.ingest_events("acme", [kit.message("a", 0)]).event_ids[0]
+                runtime.service.ingest("acme", [kit.message("a", 0)]).event_ids[0]
             )
         )
         blocked.start()
-        runtime.ingest_events("globex", [kit.message("g", 0)])  # other orgs are not blocked
+        runtime.service.ingest("globex", [kit.message("g", 0)])  # other orgs are not blocked
         blocked.join(0.5)
         assert done == []
         holder.commit()
@@ -127,8 +127,8 @@ def test_ingest_of_one_org_is_serialised_so_sequence_numbers_commit_in_order(
 
 def test_ingest_sequence_grows_with_ingest_time(make_runtime, kit) -> None:
     runtime = make_runtime()
-    runtime.ingest_events("acme", [kit.message("late", 0)])
-    runtime.ingest_events("acme", [kit.message("early", -timedelta(days=1).total_seconds() / 60)])
+    runtime.service.ingest("acme", [kit.message("late", 0)])
+    runtime.service.ingest("acme", [kit.message("early", -timedelta(days=1).total_seconds() / 60)])
     first = kit.scalar("SELECT ingest_seq FROM dw_chat_events WHERE event_id = 'late'")
     second = kit.scalar("SELECT ingest_seq FROM dw_chat_events WHERE event_id = 'early'")
     assert second > first

@@ -19,9 +19,9 @@ TALK = "could you help me reset my password please"
 def swept_runtime(make_runtime, kit) -> HistoryRuntime:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events("acme", [kit.message(f"a{i}", i, TALK) for i in range(3)])
-    runtime.ingest_events("acme", [kit.message("b0", 300, TALK)])
-    report = runtime.run_sweep(trigger="test")
+    runtime.service.ingest("acme", [kit.message(f"a{i}", i, TALK) for i in range(3)])
+    runtime.service.ingest("acme", [kit.message("b0", 300, TALK)])
+    report = runtime.service.sweep(trigger="test")
     assert report.windows_embedded == 2
     assert runtime.watermarks.get(P, "hash:1024").mark.position == SweepPosition(kit.at(300), "b0")
     return runtime
@@ -30,12 +30,12 @@ def swept_runtime(make_runtime, kit) -> HistoryRuntime:
 def test_a_late_message_is_embedded_in_a_window_of_its_own(make_runtime, kit) -> None:
     runtime = swept_runtime(make_runtime, kit)
     a_window = window_id(P, "hash:1024", ["a0", "a1", "a2"])
-    runtime.ingest_events("acme", [kit.message("late1", 1.5, "forgot my password again")])
-    runtime.ingest_events("acme", [kit.message("late2", 20, "still cannot log in after reset")])
-    (status,) = runtime.sweep_status("acme")
+    runtime.service.ingest("acme", [kit.message("late1", 1.5, "forgot my password again")])
+    runtime.service.ingest("acme", [kit.message("late2", 20, "still cannot log in after reset")])
+    (status,) = runtime.service.sweep_status("acme").partitions
     assert status.lag_events == 2  # visible as lag, not lost
     assert status.oldest_closed_window_age_seconds is not None
-    report = runtime.run_sweep(trigger="test")
+    report = runtime.service.sweep(trigger="test")
     assert report.windows_embedded == 1
     by_id = {r["id"]: r["source_event_ids"] for r in kit.rows()}
     assert by_id[a_window] == ["a0", "a1", "a2"]  # the embedded window is not re-opened
@@ -45,9 +45,9 @@ def test_a_late_message_is_embedded_in_a_window_of_its_own(make_runtime, kit) ->
     assert watermark.mark.late is None
     assert watermark.mark.position == SweepPosition(kit.at(300), "b0")
     calls = len(runtime.model.document_calls)  # type: ignore[attr-defined]
-    assert runtime.run_sweep(trigger="test").windows_embedded == 0  # caught up: no phantoms
+    assert runtime.service.sweep(trigger="test").windows_embedded == 0  # caught up: no phantoms
     assert len(runtime.model.document_calls) == calls  # type: ignore[attr-defined]
-    assert runtime.sweep_status("acme")[0].lag_events == 0
+    assert runtime.service.sweep_status("acme").partitions[0].lag_events == 0
 
 
 def test_an_open_late_window_holds_the_main_stream_until_it_closes(
@@ -57,16 +57,16 @@ def test_an_open_late_window_holds_the_main_stream_until_it_closes(
     kit.enable_semantic(runtime)
     now = (clock.now - kit.T0).total_seconds() / 60
     # A window closed by the message cap 6 minutes ago; then a late message and a new one.
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme", [kit.message(f"m{i:02d}", now - 20 + i, f"{TALK} {i}") for i in range(15)]
     )
-    assert runtime.run_sweep(trigger="test").windows_embedded == 1
-    runtime.ingest_events("acme", [kit.message("late", now - 10, "one more about the password")])
-    runtime.ingest_events("acme", [kit.message("next", now - 5, "and a new question on invoices")])
-    held = runtime.run_sweep(trigger="test")
+    assert runtime.service.sweep(trigger="test").windows_embedded == 1
+    runtime.service.ingest("acme", [kit.message("late", now - 10, "one more about the password")])
+    runtime.service.ingest("acme", [kit.message("next", now - 5, "and a new question on invoices")])
+    held = runtime.service.sweep(trigger="test")
     assert (held.windows_embedded, held.windows_open) == (0, 1)
     clock.advance(minutes=40)
-    released = runtime.run_sweep(trigger="test")
+    released = runtime.service.sweep(trigger="test")
     assert released.windows_embedded == 2
     assert [r["source_event_ids"] for r in kit.rows()][-2:] in (
         [["late"], ["next"]],
@@ -82,7 +82,7 @@ def test_a_large_late_import_is_consumed_in_cut_reads_exactly_once(make_runtime,
         late += [
             kit.message(f"L{s}{i:02d}", 10 + s * 45 + i * 0.5, f"{TALK} {s}") for i in range(20)
         ]
-    runtime.ingest_events("acme", late)
+    runtime.service.ingest("acme", late)
     small = Sweeper(
         events=runtime.events,
         windows=runtime.windows,
@@ -104,17 +104,17 @@ def test_a_large_late_import_is_consumed_in_cut_reads_exactly_once(make_runtime,
 
 def test_a_message_arriving_during_a_catch_up_is_caught_up_next(make_runtime, kit) -> None:
     runtime = swept_runtime(make_runtime, kit)
-    runtime.ingest_events("acme", [kit.message("late1", 20, "forgot my password again")])
+    runtime.service.ingest("acme", [kit.message("late1", 20, "forgot my password again")])
     edge = runtime.model
     edge.gate = threading.Event()  # type: ignore[attr-defined]
     edge.entered.clear()  # type: ignore[attr-defined]
-    sweeping = threading.Thread(target=lambda: runtime.run_sweep(trigger="test"))
+    sweeping = threading.Thread(target=lambda: runtime.service.sweep(trigger="test"))
     sweeping.start()
     assert edge.entered.wait(10)  # type: ignore[attr-defined]
-    runtime.ingest_events("acme", [kit.message("late2", 150, "the reset link expired too")])
+    runtime.service.ingest("acme", [kit.message("late2", 150, "the reset link expired too")])
     edge.gate.set()  # type: ignore[attr-defined]
     sweeping.join(20)
-    runtime.run_sweep(trigger="test")
+    runtime.service.sweep(trigger="test")
     covered = kit.covered()
     assert sorted(covered) == sorted(["a0", "a1", "a2", "b0", "late1", "late2"])
     assert len(covered) == len(set(covered))

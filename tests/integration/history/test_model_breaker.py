@@ -27,11 +27,11 @@ def test_searches_degrade_at_once_while_the_server_refuses_and_recover_after(
     models = ModelRegistry(make_settings(**overrides))
     runtime = make_runtime(models.get("ollama:bge-m3"), **overrides)
     kit.enable_semantic(runtime)
-    runtime.ingest_events("acme", [kit.message("pw1", 0, "how can I reset my password")])
+    runtime.service.ingest("acme", [kit.message("pw1", 0, "how can I reset my password")])
 
     def timed_search() -> tuple[SemanticState, float]:
         started = time.perf_counter()
-        result = runtime.search_history("acme", QUERY)
+        result = runtime.service.search("acme", QUERY)
         return result.semantic, time.perf_counter() - started
 
     try:

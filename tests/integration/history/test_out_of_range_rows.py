@@ -34,8 +34,8 @@ def test_out_of_range_rows_are_poison_of_their_partition_a_bounded_number_per_re
     make_runtime, kit
 ) -> None:
     runtime = make_runtime()
-    runtime.flags.set_global(SEMANTIC_SEARCH_FLAG, True)
-    runtime.ingest_events("acme", [kit.message("ok1", 0), kit.message("ok2", 60, channel="C2")])
+    runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True)
+    runtime.service.ingest("acme", [kit.message("ok1", 0), kit.message("ok2", 60, channel="C2")])
     store_as_an_older_version(kit, "acme", "C1")
     sweeper = Sweeper(
         events=runtime.events,
@@ -51,7 +51,7 @@ def test_out_of_range_rows_are_poison_of_their_partition_a_bounded_number_per_re
     assert (first.events_poisoned, first.windows_embedded) == (2, 2)
     assert sweeper.run_pass().events_poisoned == 1
     assert sweeper.run_pass().events_poisoned == 0
-    c1, c2 = runtime.sweep_status("acme")
+    c1, c2 = runtime.service.sweep_status("acme").partitions
     assert sorted(p.event_id for p in c1.poison_events) == ["x1", "x2", "x3"]
     assert c2.poison_events == []
     assert sorted(kit.covered()) == ["ok1", "ok2"]
@@ -61,10 +61,10 @@ def test_the_purge_deletes_out_of_range_rows_as_expired_and_keeps_the_rest(
     make_runtime, kit
 ) -> None:
     runtime = make_runtime()
-    runtime.ingest_events("acme", [kit.message("ok1", 0)])
+    runtime.service.ingest("acme", [kit.message("ok1", 0)])
     store_as_an_older_version(kit, "acme", "C1")
     store_as_an_older_version(kit, "other", "C1")
-    report = runtime.run_purge("acme")
+    report = runtime.service.purge("acme")
     assert report.events_deleted == 3
     remaining = kit.scalar(
         "SELECT array_agg(event_id ORDER BY event_id) FROM dw_chat_events WHERE org_id = 'acme'"

@@ -12,7 +12,7 @@ from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 def seeded(make_runtime, kit, **settings) -> HistoryRuntime:
     runtime: HistoryRuntime = make_runtime(**settings)
     kit.enable_semantic(runtime)
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme",
         [
             kit.message("pw1", 0, "how can I reset my password", sender="ali"),
@@ -25,7 +25,7 @@ def seeded(make_runtime, kit, **settings) -> HistoryRuntime:
             ),
         ],
     )
-    runtime.run_sweep(trigger="t")
+    runtime.service.sweep(trigger="t")
     return runtime
 
 
@@ -35,7 +35,7 @@ def ids(result) -> list[tuple[str, str]]:
 
 def test_full_text_first_then_each_matched_window_with_its_messages(make_runtime, kit) -> None:
     runtime = seeded(make_runtime, kit)
-    result = runtime.search_history("acme", HistoryQuery("reset link inbox", limit=10))
+    result = runtime.service.search("acme", HistoryQuery("reset link inbox", limit=10))
     assert result.semantic is SemanticState.ON and result.model == "hash:1024"
     assert ids(result)[0] == ("pw2", "fts")  # the only message with every word
     semantic = [h for h in result.hits if h.matched_by is MatchedBy.SEMANTIC]
@@ -51,12 +51,12 @@ def test_full_text_first_then_each_matched_window_with_its_messages(make_runtime
 
 def test_a_similarity_floor_drops_the_less_similar_windows(make_runtime, kit) -> None:
     query = HistoryQuery("reset link inbox", limit=20)
-    open_result = seeded(make_runtime, kit).search_history("acme", query)
+    open_result = seeded(make_runtime, kit).service.search("acme", query)
     windows = {h.window_id: h.similarity for h in open_result.hits if h.window_id is not None}
     assert len(windows) >= 2  # without a floor the nearest windows fill the page
     best = max(s for s in windows.values() if s is not None)
 
-    floored = make_runtime(history_similarity_floor=best).search_history("acme", query)
+    floored = make_runtime(history_similarity_floor=best).service.search("acme", query)
     semantic = [h for h in floored.hits if h.matched_by is MatchedBy.SEMANTIC]
     assert semantic and all(h.similarity is not None and h.similarity >= best for h in semantic)
     assert len({h.window_id for h in semantic}) < len(windows)
@@ -68,16 +68,16 @@ def test_a_similarity_floor_drops_the_less_similar_windows(make_runtime, kit) ->
 
 def test_results_are_capped_at_the_limit(make_runtime, kit) -> None:
     runtime = seeded(make_runtime, kit)
-    result = runtime.search_history("acme", HistoryQuery("reset", limit=3))
+    result = runtime.service.search("acme", HistoryQuery("reset", limit=3))
     assert len(result.hits) == 3
     assert [h.matched_by for h in result.hits[:2]] == [MatchedBy.FTS, MatchedBy.FTS]
 
 
 def test_feature_off_is_full_text_only_and_never_calls_the_model(make_runtime, kit) -> None:
     runtime = seeded(make_runtime, kit)
-    runtime.flags.set_org("acme", SEMANTIC_SEARCH_FLAG, False)
+    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, False)
     edge = runtime.model
-    result = runtime.search_history("acme", HistoryQuery("reset password", limit=10))
+    result = runtime.service.search("acme", HistoryQuery("reset password", limit=10))
     assert result.semantic is SemanticState.OFF and result.model is None
     assert {h.matched_by for h in result.hits} == {MatchedBy.FTS}
     assert edge.query_calls == 0  # type: ignore[attr-defined]
@@ -86,7 +86,7 @@ def test_feature_off_is_full_text_only_and_never_calls_the_model(make_runtime, k
 def test_a_failing_query_embedding_degrades_to_full_text(make_runtime, kit) -> None:
     runtime = seeded(make_runtime, kit)
     runtime.model.failure = ModelUnavailable("hash:1024", "down")  # type: ignore[attr-defined]
-    result = runtime.search_history("acme", HistoryQuery("reset password", limit=10))
+    result = runtime.service.search("acme", HistoryQuery("reset password", limit=10))
     assert result.semantic is SemanticState.DEGRADED and result.model == "hash:1024"
     assert {h.event_id for h in result.hits} == {"wa1", "pw1"}
     assert {h.matched_by for h in result.hits} == {MatchedBy.FTS}
@@ -96,7 +96,7 @@ def test_a_slow_query_embedding_degrades_within_its_budget(make_runtime, kit) ->
     runtime = seeded(make_runtime, kit, history_query_embed_timeout=0.2)
     runtime.model.query_delay = 2.0  # type: ignore[attr-defined]
     started = time.perf_counter()
-    result = runtime.search_history("acme", HistoryQuery("reset password", limit=10))
+    result = runtime.service.search("acme", HistoryQuery("reset password", limit=10))
     assert time.perf_counter() - started < 1.5
     assert result.semantic is SemanticState.DEGRADED
     assert {h.event_id for h in result.hits} == {"wa1", "pw1"}
@@ -105,14 +105,14 @@ def test_a_slow_query_embedding_degrades_within_its_budget(make_runtime, kit) ->
 def test_semantic_hits_never_come_from_another_org_or_model(make_runtime, kit) -> None:
     runtime = seeded(make_runtime, kit)
     # Another org with the very same conversation, and the same org under another model.
-    runtime.ingest_events("globex", [kit.message("g-pw1", 0, "how can I reset my password")])
-    runtime.run_sweep(trigger="t")
+    runtime.service.ingest("globex", [kit.message("g-pw1", 0, "how can I reset my password")])
+    runtime.service.sweep(trigger="t")
     other_model = type(runtime.model)(HashEmbeddingModel(1024), model_id="other:1024")
     other: HistoryRuntime = make_runtime(other_model)
-    assert other.run_sweep(trigger="t").windows_embedded > 0
+    assert other.service.sweep(trigger="t").windows_embedded > 0
     assert {r["model"] for r in kit.rows()} == {"hash:1024", "other:1024"}
 
-    result = runtime.search_history("acme", HistoryQuery("how can I reset my password", limit=100))
+    result = runtime.service.search("acme", HistoryQuery("how can I reset my password", limit=100))
     acme_rows = {r["id"] for r in kit.rows(model="hash:1024") if r["org_id"] == "acme"}
     semantic = [h for h in result.hits if h.matched_by is MatchedBy.SEMANTIC]
     assert semantic and {h.window_id for h in semantic} <= acme_rows
@@ -129,7 +129,7 @@ def test_semantic_hits_respect_provider_channel_and_time_filters(make_runtime, k
 
     def semantic_ids(**kwargs: object) -> set[str]:
         query = HistoryQuery("zzz nothing matches by words", limit=100, **kwargs)  # type: ignore[arg-type]
-        return {h.event_id for h in runtime.search_history("acme", query).hits}
+        return {h.event_id for h in runtime.service.search("acme", query).hits}
 
     assert semantic_ids() == {"pw1", "pw2", "pw3", "inv1", "inv2", "wa1"}
     assert semantic_ids(provider="whatsapp") == {"wa1"}

@@ -34,8 +34,8 @@ def test_constants() -> None:
 def test_backfill_from_an_empty_watermark(make_runtime, kit, clock) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events("acme", conversation(kit, clock))
-    report = runtime.run_sweep(trigger="test")
+    runtime.service.ingest("acme", conversation(kit, clock))
+    report = runtime.service.sweep(trigger="test")
     assert report.summary() == {
         "windows_embedded": 3,
         "windows_skipped": 1,
@@ -66,14 +66,14 @@ def test_the_watermark_advances_and_a_second_pass_only_does_new_windows(
 ) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events("acme", conversation(kit, clock))
-    runtime.run_sweep(trigger="test")
+    runtime.service.ingest("acme", conversation(kit, clock))
+    runtime.service.sweep(trigger="test")
     edge = runtime.model
     calls_before = len(edge.embedded_texts)  # type: ignore[attr-defined]
-    assert runtime.run_sweep(trigger="test").windows_embedded == 0  # nothing new
+    assert runtime.service.sweep(trigger="test").windows_embedded == 0  # nothing new
     assert len(edge.embedded_texts) == calls_before  # type: ignore[attr-defined]
     clock.advance(minutes=25)  # the tail is now idle for 35 minutes: closed
-    report = runtime.run_sweep(trigger="test")
+    report = runtime.service.sweep(trigger="test")
     assert (report.windows_embedded, report.windows_open) == (1, 0)
     assert kit.covered()[-1] == "d0"
     assert len(kit.covered()) == len(set(kit.covered())) == 21
@@ -82,7 +82,7 @@ def test_the_watermark_advances_and_a_second_pass_only_does_new_windows(
 def test_denied_and_verification_traffic_is_never_embedded(make_runtime, kit) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme",
         [
             kit.message("m1", 0, "how do I reset my password here"),
@@ -92,7 +92,7 @@ def test_denied_and_verification_traffic_is_never_embedded(make_runtime, kit) ->
             kit.message("r1", 4, "a reaction event", event_type="reaction"),
         ],
     )
-    runtime.run_sweep(trigger="test")
+    runtime.service.sweep(trigger="test")
     assert kit.covered() == ["m1", "p1"]
     assert "verification" not in kit.rows()[0]["content"]
 
@@ -103,10 +103,10 @@ def test_a_transient_model_failure_stalls_without_moving_the_watermark(
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
     edge = runtime.model
-    runtime.ingest_events("acme", conversation(kit, clock))
+    runtime.service.ingest("acme", conversation(kit, clock))
     edge.failure = ModelUnavailable("hash:1024", "connection refused")  # type: ignore[attr-defined]
     for _ in range(2):
-        report = runtime.run_sweep(trigger="test")
+        report = runtime.service.sweep(trigger="test")
         assert (report.partitions_stalled, report.windows_embedded) == (1, 0)
         assert report.stall_reasons == ["model_unavailable"]
     watermark = runtime.watermarks.get(P, "hash:1024")
@@ -114,16 +114,16 @@ def test_a_transient_model_failure_stalls_without_moving_the_watermark(
     assert watermark.stalls == 1 and watermark.is_stalled  # one event per outage
     assert kit.rows() == []
     edge.failure = None  # type: ignore[attr-defined]
-    assert runtime.run_sweep(trigger="test").windows_embedded == 3
+    assert runtime.service.sweep(trigger="test").windows_embedded == 3
     assert not runtime.watermarks.get(P, "hash:1024").is_stalled
 
 
 def test_a_misconfigured_model_stalls_too(make_runtime, kit, clock) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events("acme", conversation(kit, clock))
+    runtime.service.ingest("acme", conversation(kit, clock))
     runtime.model.failure = ModelMisconfigured("hash:1024", "unknown model")  # type: ignore[attr-defined]
-    report = runtime.run_sweep(trigger="test")
+    report = runtime.service.sweep(trigger="test")
     assert report.stall_reasons == ["model_misconfigured"]
     assert runtime.watermarks.get(P, "hash:1024").last_stall_reason == "model_misconfigured"
 
@@ -131,11 +131,11 @@ def test_a_misconfigured_model_stalls_too(make_runtime, kit, clock) -> None:
 def test_a_failing_model_stalls_only_the_partitions_it_touches(make_runtime, kit, clock) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events("acme", conversation(kit, clock))
-    runtime.ingest_events("acme", [kit.message("n1", 0, "ok", channel="C9")])  # nothing to embed
+    runtime.service.ingest("acme", conversation(kit, clock))
+    runtime.service.ingest("acme", [kit.message("n1", 0, "ok", channel="C9")])  # nothing to embed
     edge = runtime.model
     edge.failure = ModelUnavailable("hash:1024", "down")  # type: ignore[attr-defined]
-    report = runtime.run_sweep(trigger="test")
+    report = runtime.service.sweep(trigger="test")
     assert (report.partitions, report.partitions_stalled, report.windows_skipped) == (2, 1, 1)
     quiet = runtime.watermarks.get(Partition("acme", "slack", "C9"), "hash:1024")
     assert quiet.mark.position == SweepPosition(kit.at(0), "n1")
@@ -145,7 +145,7 @@ def test_a_failing_model_stalls_only_the_partitions_it_touches(make_runtime, kit
 def test_a_poison_window_is_recorded_and_skipped(make_runtime, kit) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme",
         [
             kit.message("g1", 0, "a perfectly fine question about invoices"),
@@ -155,7 +155,7 @@ def test_a_poison_window_is_recorded_and_skipped(make_runtime, kit) -> None:
         ],
     )
     runtime.model.reject_marker = "POISON"  # type: ignore[attr-defined]
-    report = runtime.run_sweep(trigger="test")
+    report = runtime.service.sweep(trigger="test")
     assert (report.windows_embedded, report.windows_poisoned) == (2, 1)
     assert kit.covered() == ["g1", "g2"]
     watermark = runtime.watermarks.get(P, "hash:1024")
@@ -163,7 +163,7 @@ def test_a_poison_window_is_recorded_and_skipped(make_runtime, kit) -> None:
     assert poison.window_id == window_id(P, "hash:1024", ["x1", "x2"])
     assert (poison.first.event_id, poison.last.event_id, poison.message_count) == ("x1", "x2", 2)
     assert watermark.mark.position == SweepPosition(kit.at(120), "g2")  # not stalled by it
-    assert runtime.run_sweep(trigger="test").windows_poisoned == 0  # never retried
+    assert runtime.service.sweep(trigger="test").windows_poisoned == 0  # never retried
 
 
 def test_reads_and_batches_of_any_size_give_the_same_windows(make_runtime, kit) -> None:
@@ -175,9 +175,9 @@ def test_reads_and_batches_of_any_size_give_the_same_windows(make_runtime, kit) 
         ]
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events("big", events)
-    runtime.ingest_events("small", events)
-    runtime.run_sweep("big", trigger="test")
+    runtime.service.ingest("big", events)
+    runtime.service.ingest("small", events)
+    runtime.service.sweep("big", trigger="test")
     edge = EdgeModelCalls(runtime)
     small = Sweeper(
         events=runtime.events,
@@ -212,10 +212,10 @@ class EdgeModelCalls:
 def test_an_embedding_call_holds_at_most_a_batch_of_windows(make_runtime, kit) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme", [kit.message(f"w{i:03d}", i * 35, f"{TALK} {i}") for i in range(40)]
     )
-    report = runtime.run_sweep(trigger="test")
+    report = runtime.service.sweep(trigger="test")
     assert report.windows_embedded == 40
     sizes = [len(call) for call in runtime.model.document_calls]  # type: ignore[attr-defined]
     assert sizes == [EMBED_BATCH_WINDOWS, EMBED_BATCH_WINDOWS, 40 - 2 * EMBED_BATCH_WINDOWS]
@@ -224,18 +224,18 @@ def test_an_embedding_call_holds_at_most_a_batch_of_windows(make_runtime, kit) -
 
 def test_the_sweep_is_a_no_op_for_an_org_with_the_feature_off(make_runtime, kit, clock) -> None:
     runtime: HistoryRuntime = make_runtime()
-    runtime.ingest_events("acme", conversation(kit, clock))
-    runtime.ingest_events("globex", conversation(kit, clock))
-    off = runtime.run_sweep(trigger="test")
+    runtime.service.ingest("acme", conversation(kit, clock))
+    runtime.service.ingest("globex", conversation(kit, clock))
+    off = runtime.service.sweep(trigger="test")
     assert (off.partitions, off.windows_embedded) == (0, 0)
     assert runtime.watermarks.find(P, "hash:1024") is None
 
     kit.enable_semantic(runtime)
-    runtime.flags.set_org("globex", SEMANTIC_SEARCH_FLAG, False)
-    runtime.flags.set_org("acme", MODULE_FLAG, False)
-    assert runtime.run_sweep(trigger="test").partitions == 0
-    runtime.flags.set_org("acme", MODULE_FLAG, None)
-    report = runtime.run_sweep(trigger="test")
+    runtime.service.set_org_flag("globex", SEMANTIC_SEARCH_FLAG, False)
+    runtime.service.set_org_flag("acme", MODULE_FLAG, False)
+    assert runtime.service.sweep(trigger="test").partitions == 0
+    runtime.service.set_org_flag("acme", MODULE_FLAG, None)
+    report = runtime.service.sweep(trigger="test")
     assert (report.partitions, report.windows_embedded) == (1, 3)
     assert {r["org_id"] for r in kit.rows()} == {"acme"}
 
@@ -243,9 +243,9 @@ def test_the_sweep_is_a_no_op_for_an_org_with_the_feature_off(make_runtime, kit,
 def test_the_sweep_of_one_org(make_runtime, kit, clock) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events("acme", conversation(kit, clock))
-    runtime.ingest_events("globex", conversation(kit, clock))
-    report = runtime.run_sweep("globex", trigger="test")
+    runtime.service.ingest("acme", conversation(kit, clock))
+    runtime.service.ingest("globex", conversation(kit, clock))
+    report = runtime.service.sweep("globex", trigger="test")
     assert report.partitions == 1
     assert {r["org_id"] for r in kit.rows()} == {"globex"}
 
@@ -254,13 +254,13 @@ def test_the_sweep_of_one_org(make_runtime, kit, clock) -> None:
 def test_windows_are_upserted_by_their_deterministic_id(make_runtime, kit, clock, org: str) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events(org, conversation(kit, clock))
-    runtime.run_sweep(trigger="test")
+    runtime.service.ingest(org, conversation(kit, clock))
+    runtime.service.sweep(trigger="test")
     before = kit.rows()
     w = runtime.watermarks.get(P, "hash:1024")
     w.reset()
     runtime.watermarks.store(w)
-    runtime.run_sweep(trigger="test")  # everything again: same ids, same rows
+    runtime.service.sweep(trigger="test")  # everything again: same ids, same rows
     after = kit.rows()
     assert [r["id"] for r in after] == [r["id"] for r in before]
     assert [r["content"] for r in after] == [r["content"] for r in before]

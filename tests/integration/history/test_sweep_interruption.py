@@ -23,7 +23,7 @@ WINDOWS = 2 * EMBED_BATCH_WINDOWS + 3
 
 def ingest_windows(runtime: HistoryRuntime, kit, count: int = WINDOWS) -> None:
     # 40 minutes apart (more than the session gap): each message is a window of its own.
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme",
         [
             kit.message(f"m{i}", 40 * i, f"please help me reset password number {i}")
@@ -34,7 +34,7 @@ def ingest_windows(runtime: HistoryRuntime, kit, count: int = WINDOWS) -> None:
 
 def pass_in_background(runtime: HistoryRuntime) -> Callable[[], SweepReport]:
     reports: list[SweepReport] = []
-    thread = threading.Thread(target=lambda: reports.append(runtime.run_sweep(trigger="t")))
+    thread = threading.Thread(target=lambda: reports.append(runtime.service.sweep(trigger="t")))
     thread.start()
 
     def finished() -> SweepReport:
@@ -60,7 +60,7 @@ def test_turning_the_org_flag_off_stops_its_running_pass_at_the_next_batch(
     ingest_windows(runtime, kit)
     finished = pass_in_background(runtime)
     assert model.entered.wait(10)  # inside the first batch's model call
-    runtime.flags.set_org("acme", SEMANTIC_SEARCH_FLAG, False)
+    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, False)
     model.gate.set()
     report = finished()
 
@@ -69,8 +69,8 @@ def test_turning_the_org_flag_off_stops_its_running_pass_at_the_next_batch(
     assert report.partitions_interrupted == 1
     assert len(kit.rows()) == EMBED_BATCH_WINDOWS  # the batch in flight was kept
 
-    runtime.flags.set_org("acme", SEMANTIC_SEARCH_FLAG, None)  # back to the global: on
-    rest = runtime.run_sweep(trigger="t")
+    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, None)  # back to the global: on
+    rest = runtime.service.sweep(trigger="t")
     assert rest.windows_embedded == WINDOWS - EMBED_BATCH_WINDOWS
     assert rest.partitions_interrupted == 0
     covered = kit.covered()
@@ -92,7 +92,7 @@ def test_a_shutdown_request_stops_a_running_pass_at_the_next_batch(make_runtime,
     assert report.partitions_interrupted == 1
 
     restarted = make_runtime(model)
-    assert restarted.run_sweep(trigger="t").windows_embedded == WINDOWS - EMBED_BATCH_WINDOWS
+    assert restarted.service.sweep(trigger="t").windows_embedded == WINDOWS - EMBED_BATCH_WINDOWS
     covered = kit.covered()
     assert len(covered) == len(set(covered)) == WINDOWS
 
@@ -106,10 +106,10 @@ def test_batches_are_bounded_in_tokens_and_an_over_long_message_is_read_from_its
     long_text = " ".join(f"word{j}" for j in range(HASH_MODEL_MAX_TOKENS + 100))
     medium_text = " ".join(f"term{j}" for j in range(HASH_MODEL_MAX_TOKENS // 2))
     texts = [long_text] * 4 + [medium_text] * 6
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme", [kit.message(f"m{i}", 40 * i, f"{i} {text}") for i, text in enumerate(texts)]
     )
-    report = runtime.run_sweep(trigger="t")
+    report = runtime.service.sweep(trigger="t")
     assert report.windows_embedded == len(texts)
 
     count = model.count_tokens

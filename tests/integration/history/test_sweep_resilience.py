@@ -30,23 +30,23 @@ def test_two_sweepers_never_embed_the_same_partition_at_once(make_runtime, kit) 
     first: HistoryRuntime = make_runtime()
     second: HistoryRuntime = make_runtime()
     kit.enable_semantic(first)
-    first.ingest_events("acme", sessions(kit))
+    first.service.ingest("acme", sessions(kit))
     first.model.gate = threading.Event()  # type: ignore[attr-defined]
     results = {}
     runner = threading.Thread(
         target=lambda: results.setdefault(
-            "first", first.run_sweep(trigger="t", wait_for_locks=False)
+            "first", first.service.sweep(trigger="t", wait_for_locks=False)
         )
     )
     runner.start()
     assert first.model.entered.wait(10)  # type: ignore[attr-defined]
-    busy = second.run_sweep(trigger="t", wait_for_locks=False)
+    busy = second.service.sweep(trigger="t", wait_for_locks=False)
     assert (busy.partitions_busy, busy.windows_embedded) == (1, 0)
     assert second.model.document_calls == []  # type: ignore[attr-defined]
 
     waiting = threading.Thread(
         target=lambda: results.setdefault(
-            "second", second.run_sweep(trigger="t", wait_for_locks=True)
+            "second", second.service.sweep(trigger="t", wait_for_locks=True)
         )
     )
     waiting.start()
@@ -102,13 +102,13 @@ def crashing_sweeper(runtime: HistoryRuntime) -> Sweeper:
 def test_a_crash_between_embedding_and_advancing_is_overwritten_on_rerun(make_runtime, kit) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events("acme", sessions(kit))
+    runtime.service.ingest("acme", sessions(kit))
     with pytest.raises(SimulatedCrash):
         crashing_sweeper(runtime).run_pass()
     written = kit.rows()
     assert len(written) == 2  # the first batch reached the table
     assert runtime.watermarks.find(P, "hash:1024") is None  # ... but not the watermark
-    report = runtime.run_sweep(trigger="test")
+    report = runtime.service.sweep(trigger="test")
     assert report.windows_embedded == 5  # the first two again, overwritten in place
     after = kit.rows()
     assert len(after) == 5
@@ -119,7 +119,7 @@ def test_a_crash_between_embedding_and_advancing_is_overwritten_on_rerun(make_ru
 def test_a_window_recut_after_a_crash_replaces_the_rows_it_overlaps(make_runtime, kit) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events("acme", sessions(kit, count=2))
+    runtime.service.ingest("acme", sessions(kit, count=2))
     with pytest.raises(SimulatedCrash):
         crashing_sweeper(runtime).run_pass()
     assert [r["source_event_ids"] for r in kit.rows()] == [
@@ -127,8 +127,8 @@ def test_a_window_recut_after_a_crash_replaces_the_rows_it_overlaps(make_runtime
         ["s1m0", "s1m1", "s1m2"],
     ]
     # Before the rerun, a message lands inside the first (already written) window.
-    runtime.ingest_events("acme", [kit.message("s0m1b", 1.5, "one more line in that chat")])
-    runtime.run_sweep(trigger="test")
+    runtime.service.ingest("acme", [kit.message("s0m1b", 1.5, "one more line in that chat")])
+    runtime.service.sweep(trigger="test")
     assert [r["source_event_ids"] for r in kit.rows()] == [
         ["s0m0", "s0m1", "s0m1b", "s0m2"],
         ["s1m0", "s1m1", "s1m2"],
@@ -140,25 +140,25 @@ def test_a_new_model_rebuilds_from_empty_and_never_mixes_with_the_old(
 ) -> None:
     old: HistoryRuntime = make_runtime()
     kit.enable_semantic(old)
-    old.ingest_events("acme", sessions(kit))
-    assert old.run_sweep(trigger="t").windows_embedded == 5
+    old.service.ingest("acme", sessions(kit))
+    assert old.service.sweep(trigger="t").windows_embedded == 5
     new_model = type(old.model)(HashEmbeddingModel(384))  # same edge fake, another model
     new: HistoryRuntime = make_runtime(new_model, history_model="hash:384")
-    report = new.run_sweep(trigger="t")
+    report = new.service.sweep(trigger="t")
     assert report.windows_embedded == 5  # new model = empty watermarks = rebuild
     assert {(r["model"], r["dims"]) for r in kit.rows()} == {("hash:1024", 1024), ("hash:384", 384)}
-    result = new.search_history("acme", HistoryQuery("unrelated words entirely", limit=50))
+    result = new.service.search("acme", HistoryQuery("unrelated words entirely", limit=50))
     assert result.model == "hash:384"
     semantic_windows = {h.window_id for h in result.hits}
     assert semantic_windows <= {r["id"] for r in kit.rows(model="hash:384")}
 
     with pytest.raises(InvalidInput):
-        new.drop_model("hash:384")  # the active model is refused
-    dropped = new.drop_model("hash:1024")
+        new.service.drop_model("hash:384")  # the active model is refused
+    dropped = new.service.drop_model("hash:1024")
     assert (dropped.rows_deleted, dropped.watermarks_reset) == (5, 1)
     assert {r["model"] for r in kit.rows()} == {"hash:384"}
     assert old.watermarks.get(P, "hash:1024").mark.position is None
-    assert old.run_sweep(trigger="t").windows_embedded == 5  # switching back rebuilds
+    assert old.service.sweep(trigger="t").windows_embedded == 5  # switching back rebuilds
 
 
 def test_watermarks_live_in_their_own_event_store_tables_without_chat_text(
@@ -166,11 +166,11 @@ def test_watermarks_live_in_their_own_event_store_tables_without_chat_text(
 ) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events(
+    runtime.service.ingest(
         "acme", [*sessions(kit), kit.message("x", 500, "POISON pill text the model refuses")]
     )
     runtime.model.reject_marker = "POISON"  # type: ignore[attr-defined]
-    runtime.run_sweep(trigger="t")
+    runtime.service.sweep(trigger="t")
     assert kit.scalar("SELECT to_regclass('historysweep_events') IS NOT NULL")
     with runtime.database.connection() as conn:
         states = [bytes(r["state"]) for r in conn.execute("SELECT state FROM historysweep_events")]
@@ -184,13 +184,13 @@ def test_watermarks_live_in_their_own_event_store_tables_without_chat_text(
 def test_sweep_status_reports_watermark_lag_stalls_and_poison(make_runtime, kit, clock) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
-    runtime.ingest_events("acme", sessions(kit, count=2))
-    (before,) = runtime.sweep_status("acme")
+    runtime.service.ingest("acme", sessions(kit, count=2))
+    (before,) = runtime.service.sweep_status("acme").partitions
     assert before.mark.position is None and before.lag_events == 6
     assert before.oldest_closed_window_age_seconds == (clock.now - kit.at(2)).total_seconds()
     runtime.model.reject_marker = "1 1"  # type: ignore[attr-defined]
-    runtime.run_sweep(trigger="t")
-    (after,) = runtime.sweep_status("acme")
+    runtime.service.sweep(trigger="t")
+    (after,) = runtime.service.sweep_status("acme").partitions
     assert after.lag_events == 0 and after.oldest_closed_window_age_seconds is None
     assert [p.message_count for p in after.poison_windows] == [3]
     assert after.windows_embedded == 1 and not after.stalled

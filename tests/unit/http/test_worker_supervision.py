@@ -9,7 +9,7 @@ from typing import Any, cast
 import anyio
 
 from memory.application.errors import DatabaseUnavailable
-from memory.entrypoints.http.app import DATABASE_PROBE_SECONDS, _supervised
+from memory.entrypoints.workers.supervisor import DATABASE_PROBE_SECONDS, supervised
 from memory.infrastructure.postgres.database import Database
 
 # Longer than the first back-offs (1 + 2 s): before, the next restart came 7 s after the
@@ -40,7 +40,7 @@ def test_a_worker_stopped_by_an_outage_restarts_soon_after_the_database_returns(
 
     async def scenario() -> float:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_supervised, "policy", worker, cast(Database, database))
+            tg.start_soon(supervised, "policy", worker, cast(Database, database))
             await anyio.sleep(OUTAGE_SECONDS)
             database.down = False
             back = time.monotonic()
@@ -66,7 +66,7 @@ def test_a_worker_that_crashes_with_the_database_up_backs_off() -> None:
 
     async def scenario() -> None:
         with anyio.move_on_after(2.5):
-            await _supervised("history", worker, cast(Database, database))
+            await supervised("history", worker, cast(Database, database))
 
     anyio.run(scenario)
     # Restarts after 1 s, then 2 s: three starts within 2.5 s would mean no back-off.

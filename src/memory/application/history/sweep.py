@@ -134,7 +134,7 @@ class SweepReport:
         }
 
 
-class SweepObserver(Protocol):
+class SweepProgress(Protocol):
     """Progress of a pass, e.g. for a progress bar."""
 
     def started(self, partitions: int) -> None: ...
@@ -210,7 +210,7 @@ class Sweeper:
         org_id: str | None = None,
         *,
         wait_for_locks: bool = False,
-        observer: SweepObserver | None = None,
+        progress: SweepProgress | None = None,
         stop: threading.Event | None = None,
     ) -> SweepReport:
         """One pass over the enabled partitions (of one org, or all). With
@@ -219,8 +219,8 @@ class Sweeper:
         search being turned off (for that org's partitions)."""
         report = SweepReport()
         todo = self.enabled_partitions(org_id)
-        if observer is not None:
-            observer.started(len(todo))
+        if progress is not None:
+            progress.started(len(todo))
         model_down: list[str] = []
         with self._locks.session(wait=wait_for_locks) as locks:
             for partition in todo:
@@ -232,8 +232,8 @@ class Sweeper:
                     else:
                         part = PartitionReport(partition, busy=True)
                 report.add(part)
-                if observer is not None:
-                    observer.partition_done(part)
+                if progress is not None:
+                    progress.partition_done(part)
         return report
 
     # One partition ----------------------------------------------------------------------

@@ -3,7 +3,6 @@ a lifespan that runs the background workers."""
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -11,7 +10,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -22,20 +20,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memory.entrypoints.bootstrap import Services
 from memory.entrypoints.http.errors import EXCEPTION_HANDLERS
 from memory.entrypoints.runtime import ContextRuntime
-from memory.infrastructure.postgres.database import Database
+from memory.entrypoints.workers.database_probe import bounded_in_thread, database_problem
+from memory.entrypoints.workers.supervisor import start_workers
 
 log = logging.getLogger(__name__)
 
 # /healthz answers within this whatever the database does (an orchestrator's probe has a
 # short timeout of its own): the database check and each context's report are cut off here.
 HEALTH_TIMEOUT_SECONDS = 1.0
-# A crashed worker restarts after this, doubling while it keeps crashing, up to the maximum;
-# a worker that ran for the maximum before crashing starts again from the first.
-WORKER_FIRST_BACKOFF_SECONDS = 1.0
-WORKER_MAX_BACKOFF_SECONDS = 60.0
-# A worker that crashed while the database is unreachable does not back off: it probes the
-# database this often and restarts as soon as it answers.
-DATABASE_PROBE_SECONDS = 1.0
 
 HTTP_REQUESTS = Counter(
     "memory_http_requests_total", "HTTP requests by route and status", ["method", "route", "status"]
@@ -88,7 +80,7 @@ def create_app(build: Callable[[], Services], *, run_workers: bool = True) -> St
 
         async def check_database() -> None:
             nonlocal status
-            problem = await _database_problem(services.database, HEALTH_TIMEOUT_SECONDS)
+            problem = await database_problem(services.database, HEALTH_TIMEOUT_SECONDS)
             if problem is not None:
                 body["status"], body["database"] = "unavailable", problem
                 status = 503
@@ -117,7 +109,7 @@ def create_app(build: Callable[[], Services], *, run_workers: bool = True) -> St
         try:
             async with anyio.create_task_group() as tg:
                 if run_workers:
-                    _start_workers(tg, services)
+                    start_workers(tg, services.contexts, services.database)
                 yield
                 tg.cancel_scope.cancel()
         finally:
@@ -141,76 +133,11 @@ def request_shutdown(app: Starlette) -> None:
             ctx.request_stop()
 
 
-async def _bounded_in_thread(seconds: float, work: Callable[[], Any]) -> Any:
-    """`work()` in a worker thread, abandoned (it ends on its own database bounds) after
-    `seconds`: raises TimeoutError then."""
-    with anyio.fail_after(seconds):
-        return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-
-
-async def _database_problem(database: Database, seconds: float) -> str | None:
-    """None if the database answers within `seconds`, else what went wrong."""
-    try:
-        await _bounded_in_thread(seconds, functools.partial(database.ping, timeout=seconds))
-    except TimeoutError:
-        return f"unavailable: no answer within {seconds:g}s"
-    except Exception as exc:  # any failure to reach the database means unhealthy
-        return f"unavailable: {exc}"
-    return None
-
-
 async def _context_health(ctx: ContextRuntime) -> dict[str, Any]:
     try:
-        report: dict[str, Any] = await _bounded_in_thread(HEALTH_TIMEOUT_SECONDS, ctx.health)
+        report: dict[str, Any] = await bounded_in_thread(HEALTH_TIMEOUT_SECONDS, ctx.health)
     except TimeoutError:
         return {"error": f"no report within {HEALTH_TIMEOUT_SECONDS:g}s"}
     except Exception as exc:
         return {"error": str(exc)}
     return report
-
-
-def _start_workers(tg: TaskGroup, services: Services) -> None:
-    for ctx in services.contexts:
-        for worker in ctx.workers():
-            tg.start_soon(_supervised, ctx.name, worker, services.database)
-
-
-async def _supervised(name: str, worker: Callable[[], Any], database: Database) -> None:
-    """Keep a background worker alive: log a crash, wait, restart. Cancellation ends it.
-
-    A crash while the database is unreachable is an outage, not a fault of the worker: it
-    restarts as soon as the database answers again, so that an outage never leaves the
-    worker in a long back-off after it ended."""
-    backoff = WORKER_FIRST_BACKOFF_SECONDS
-    while True:
-        started = time.monotonic()
-        try:
-            await worker()
-            return
-        except anyio.get_cancelled_exc_class():
-            raise
-        except Exception as exc:
-            problem = await _database_problem(database, DATABASE_PROBE_SECONDS)
-            if problem is not None:
-                log.warning(
-                    "%s worker stopped, database %s; restarting when it is back (%s)",
-                    name,
-                    problem,
-                    type(exc).__name__,
-                )
-                await _until_database_answers(database)
-                backoff = WORKER_FIRST_BACKOFF_SECONDS
-                continue
-            if time.monotonic() - started >= WORKER_MAX_BACKOFF_SECONDS:
-                backoff = WORKER_FIRST_BACKOFF_SECONDS
-            log.exception("%s worker crashed; restarting in %.0fs", name, backoff)
-            await anyio.sleep(backoff)
-            backoff = min(backoff * 2, WORKER_MAX_BACKOFF_SECONDS)
-
-
-async def _until_database_answers(database: Database) -> None:
-    while True:
-        started = time.monotonic()
-        if await _database_problem(database, DATABASE_PROBE_SECONDS) is None:
-            return
-        await anyio.sleep(max(0.0, DATABASE_PROBE_SECONDS - (time.monotonic() - started)))

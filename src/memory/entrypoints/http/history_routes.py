@@ -1,6 +1,6 @@
 """HTTP API of the history context: ingest, search, the sweep, feature flags, retention.
 
-Handlers parse and validate at the edge (422 naming the field), run the use case in a
+Handlers parse and validate at the edge (422 naming the field), call `HistoryService` in a
 worker thread (it does database and model I/O), and shape the JSON answer.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import anyio
 from pydantic import AfterValidator, Field
@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 
 from memory.application.history.feature_flags import GlobalFlag, OrgFlag
 from memory.application.history.retention import Retention
+from memory.application.history.service import HistoryService
 from memory.application.history.sweep_status import PartitionStatus
 from memory.domain.history.chat_event import (
     DEFAULT_DECISION,
@@ -46,9 +47,6 @@ from memory.entrypoints.http.parsing import (
     parse_query,
     validate,
 )
-
-if TYPE_CHECKING:
-    from memory.entrypoints.history_runtime import HistoryRuntime
 
 ORG_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 PROVIDER_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
@@ -135,12 +133,12 @@ class RetentionBody(StrictBody):
     days: int = Field(ge=RETENTION_DAYS_MIN, le=RETENTION_DAYS_MAX)
 
 
-def history_routes(runtime: HistoryRuntime) -> list[BaseRoute]:
+def history_routes(service: HistoryService) -> list[BaseRoute]:
     async def ingest(request: Request) -> Response:
         org_id = _org(request)
         body = await parse_body(request, IngestBody)
         events = [e.to_domain() for e in body.events]
-        result = await anyio.to_thread.run_sync(runtime.ingest_events, org_id, events)
+        result = await anyio.to_thread.run_sync(service.ingest, org_id, events)
         return JSONResponse(
             {
                 "event_ids": result.event_ids,
@@ -161,7 +159,7 @@ def history_routes(runtime: HistoryRuntime) -> list[BaseRoute]:
             since=params.since,
             until=params.until,
         )
-        result = await anyio.to_thread.run_sync(runtime.search_history, org_id, query)
+        result = await anyio.to_thread.run_sync(service.search, org_id, query)
         body: dict[str, Any] = {
             "results": [_hit(h) for h in result.hits],
             "semantic": result.semantic.value,
@@ -174,40 +172,39 @@ def history_routes(runtime: HistoryRuntime) -> list[BaseRoute]:
         raw = await request.body()
         body = await parse_body(request, SweepBody) if raw.strip() else SweepBody()
         report = await anyio.to_thread.run_sync(
-            lambda: runtime.run_sweep(body.org_id, trigger="api", wait_for_locks=True)
+            lambda: service.sweep(body.org_id, trigger="api", wait_for_locks=True)
         )
         return JSONResponse(report.summary())
 
     async def sweep_status(request: Request) -> Response:
         org_id = _org(request)
-        statuses = await anyio.to_thread.run_sync(runtime.sweep_status, org_id)
-        semantic = await anyio.to_thread.run_sync(runtime.flags.semantic_search, org_id)
+        status = await anyio.to_thread.run_sync(service.sweep_status, org_id)
         return JSONResponse(
             {
-                "org_id": org_id,
-                "model": runtime.model_id,
-                "semantic_search": semantic,
-                "partitions": [_partition_status(s) for s in statuses],
+                "org_id": status.org_id,
+                "model": status.model,
+                "semantic_search": status.semantic_search,
+                "partitions": [_partition_status(s) for s in status.partitions],
             }
         )
 
     async def list_global_flags(request: Request) -> Response:
-        flags = await anyio.to_thread.run_sync(runtime.flags.global_flags)
+        flags = await anyio.to_thread.run_sync(service.global_flags)
         return JSONResponse({"flags": [_global_flag(f) for f in flags]})
 
     async def global_flag(request: Request) -> Response:
         flag = _flag(request)
         if request.method == "PUT":
             body = await parse_body(request, FlagBody)
-            found = await anyio.to_thread.run_sync(runtime.flags.set_global, flag, body.enabled)
+            found = await anyio.to_thread.run_sync(service.set_global_flag, flag, body.enabled)
         else:
-            found = await anyio.to_thread.run_sync(runtime.flags.global_flag, flag)
+            found = await anyio.to_thread.run_sync(service.global_flag, flag)
         return JSONResponse(_global_flag(found))
 
     async def list_org_flags(request: Request) -> Response:
         org_id = _org(request)
-        flags = await anyio.to_thread.run_sync(runtime.flags.org_flags, org_id)
-        semantic = await anyio.to_thread.run_sync(runtime.flags.semantic_search, org_id)
+        flags = await anyio.to_thread.run_sync(service.org_flags, org_id)
+        semantic = await anyio.to_thread.run_sync(service.semantic_search, org_id)
         return JSONResponse(
             {
                 "org_id": org_id,
@@ -221,28 +218,26 @@ def history_routes(runtime: HistoryRuntime) -> list[BaseRoute]:
         flag = _flag(request)
         if request.method == "PUT":
             body = await parse_body(request, FlagBody)
-            found = await anyio.to_thread.run_sync(
-                runtime.flags.set_org, org_id, flag, body.enabled
-            )
+            found = await anyio.to_thread.run_sync(service.set_org_flag, org_id, flag, body.enabled)
         elif request.method == "DELETE":
-            found = await anyio.to_thread.run_sync(runtime.flags.set_org, org_id, flag, None)
+            found = await anyio.to_thread.run_sync(service.set_org_flag, org_id, flag, None)
         else:
-            found = await anyio.to_thread.run_sync(runtime.flags.org_flag, org_id, flag)
+            found = await anyio.to_thread.run_sync(service.org_flag, org_id, flag)
         return JSONResponse({"org_id": org_id, **_org_flag(found)})
 
     async def retention(request: Request) -> Response:
         org_id = _org(request)
         if request.method == "PUT":
             body = await parse_body(request, RetentionBody)
-            found = await anyio.to_thread.run_sync(runtime.retention.set, org_id, body.days)
+            found = await anyio.to_thread.run_sync(service.set_retention, org_id, body.days)
         else:
-            found = await anyio.to_thread.run_sync(runtime.retention.get, org_id)
+            found = await anyio.to_thread.run_sync(service.retention, org_id)
         return JSONResponse(_retention(found))
 
     async def purge(request: Request) -> Response:
         raw = await request.body()
         body = await parse_body(request, SweepBody) if raw.strip() else SweepBody()
-        report = await anyio.to_thread.run_sync(runtime.run_purge, body.org_id)
+        report = await anyio.to_thread.run_sync(service.purge, body.org_id)
         return JSONResponse(
             {
                 "orgs": report.orgs,

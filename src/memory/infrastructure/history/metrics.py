@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from memory.application.history.ingest import IngestResult
 from memory.application.history.retention import PurgeReport
 from memory.application.history.sweep import SweepReport
-from memory.domain.history.search import SemanticState
+from memory.application.observer import ServiceCall
+from memory.domain.history.search import HistorySearchResult, SemanticState
 
 INGESTED_EVENTS = Counter(
     "memory_history_ingested_events_total", "Chat events received by ingest", ["result"]
@@ -60,3 +62,18 @@ def record_search(state: SemanticState) -> None:
 def record_purge(report: PurgeReport) -> None:
     PURGED.labels("events").inc(report.events_deleted)
     PURGED.labels("embeddings").inc(report.embeddings_deleted)
+
+
+class HistoryMetrics:
+    """`ServiceObserver` that turns `HistoryService` calls into the counters above."""
+
+    def observe(self, call: ServiceCall) -> None:
+        result = call.result
+        if isinstance(result, IngestResult):
+            record_ingest(result.inserted, result.duplicates)
+        elif isinstance(result, HistorySearchResult):
+            record_search(result.semantic)
+        elif isinstance(result, SweepReport):
+            record_sweep(result, call.seconds, call.labels.get("trigger", "api"))
+        elif isinstance(result, PurgeReport):
+            record_purge(result)

@@ -1,0 +1,142 @@
+"""The in-process API: how a sibling bounded context uses `memory` without HTTP.
+
+    import memory.api
+
+    with memory.api.open("postgresql://memory@db/memory") as mem:
+        mem.policies.store("pw-reset", "Staff must reset their password every 90 days.")
+        answer = mem.policies.search("how often do I change my password?")
+        mem.history.ingest("acme", [memory.api.ChatEvent(...)])
+        hits = mem.history.search("acme", memory.api.HistoryQuery("password reset"))
+
+`mem.policies` is the policy context's `PolicyService`, `mem.history` the history context's
+`HistoryService`: the same services HTTP and the CLI call, built by the same composition
+root (`memory.entrypoints.bootstrap`). Arguments and results are typed dataclasses; errors
+are the project's typed ones (re-exported here), never HTTP ones. Nothing here imports
+Starlette or uvicorn.
+
+Background work (the policy projector, the history sweep and purge) is the caller's choice:
+with `workers=False` (the default) another process runs them (a `memory serve`); with
+`workers=True` they run here, in a background thread with its own event loop, until the
+block ends. Without a running projector, policy writes still succeed but answer with
+`searchable=False` after `projection_wait_timeout`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from memory.application.embedding import (
+    EmbeddingError,
+    InputRejected,
+    ModelMisconfigured,
+    ModelUnavailable,
+)
+from memory.application.errors import DeadlineExceeded, ServiceUnavailable
+from memory.application.history.drop_model import DropReport
+from memory.application.history.feature_flags import GlobalFlag, OrgFlag
+from memory.application.history.ingest import IngestResult
+from memory.application.history.retention import PurgeReport, Retention
+from memory.application.history.service import HistoryService, OrgSweepStatus
+from memory.application.history.sweep import SweepReport
+from memory.application.policy.commands import NewPolicy, StoreReceipt
+from memory.application.policy.ports import ProjectionBusy, ProjectorFailed, StoredModel
+from memory.application.policy.queries import SearchAnswer
+from memory.application.policy.service import PolicyService
+from memory.domain.active_model import ActiveModelDrop
+from memory.domain.errors import AlreadyExists, DomainError, InvalidInput, NotFound
+from memory.domain.history.chat_event import ChatEvent
+from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG
+from memory.domain.history.search import HistoryHit, HistoryQuery, HistorySearchResult
+from memory.domain.policy.search import PolicyDocument, SimilarityResult
+from memory.domain.policy.versions import PolicyVersion
+from memory.entrypoints.bootstrap import Services, opened
+from memory.entrypoints.workers.supervisor import WorkerThread
+from memory.infrastructure.settings import Settings
+
+__all__ = [
+    "MODULE_FLAG",
+    "SEMANTIC_SEARCH_FLAG",
+    "ActiveModelDrop",
+    "AlreadyExists",
+    "ChatEvent",
+    "DeadlineExceeded",
+    "DomainError",
+    "DropReport",
+    "EmbeddingError",
+    "GlobalFlag",
+    "HistoryHit",
+    "HistoryQuery",
+    "HistorySearchResult",
+    "HistoryService",
+    "IngestResult",
+    "InputRejected",
+    "InvalidInput",
+    "Memory",
+    "ModelMisconfigured",
+    "ModelUnavailable",
+    "NewPolicy",
+    "NotFound",
+    "OrgFlag",
+    "OrgSweepStatus",
+    "PolicyDocument",
+    "PolicyService",
+    "PolicyVersion",
+    "ProjectionBusy",
+    "ProjectorFailed",
+    "PurgeReport",
+    "Retention",
+    "SearchAnswer",
+    "ServiceUnavailable",
+    "Settings",
+    "SimilarityResult",
+    "StoreReceipt",
+    "StoredModel",
+    "SweepReport",
+    "open",
+]
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Both contexts' services, open on one database. Use it inside `open(...)`'s block."""
+
+    policies: PolicyService
+    history: HistoryService
+
+
+def _settings(settings_or_url: Settings | str | None) -> Settings:
+    if isinstance(settings_or_url, Settings):
+        return settings_or_url
+    if settings_or_url is None:
+        return Settings()
+    return Settings(database_url=settings_or_url)
+
+
+@contextmanager
+def open(
+    settings_or_url: Settings | str | None = None, *, workers: bool = False
+) -> Iterator[Memory]:
+    """Open both contexts: connect (or, with no database URL, start the embedded cluster
+    under `settings.home`), migrate, load the models; close everything when the block ends.
+
+    `settings_or_url`: a `Settings`, a libpq database URL (the other settings come from the
+    `MEMORY_*` environment as for `memory serve`), or None for the environment alone.
+    `workers=True` also runs the projector, the sweep and the purge in this process until
+    the block ends."""
+    with opened(_settings(settings_or_url)) as services, _background(services, enabled=workers):
+        yield Memory(policies=services.policy, history=services.history)
+
+
+@contextmanager
+def _background(services: Services, *, enabled: bool) -> Iterator[None]:
+    if not enabled:
+        yield
+        return
+    thread = WorkerThread(services.contexts, services.database)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.stop()

@@ -1,0 +1,270 @@
+"""`HistoryService`: the history context's one application service.
+
+HTTP routes, the `memory sweep`/`memory purge`/`memory history ...` commands, the background
+workers and sibling contexts (through `memory.api`) all call this and nothing else. Each
+public method reports one `ServiceCall` to the observers (metrics, logs, the last runs that
+/healthz shows).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from memory.application.embedding import EmbeddingModel
+from memory.application.history.drop_model import DropModel, DropReport
+from memory.application.history.feature_flags import FeatureFlags, GlobalFlag, OrgFlag
+from memory.application.history.ingest import IngestChatEvents, IngestResult
+from memory.application.history.ports import (
+    ChatEventLog,
+    Clock,
+    FeatureFlagStore,
+    FullTextIndex,
+    PartitionLockFactory,
+    RetentionStore,
+    WatermarkRepository,
+    WindowEmbeddings,
+)
+from memory.application.history.query_embedding import QueryEmbedder
+from memory.application.history.reindex import (
+    ReindexFullText,
+    ReindexObserver,
+    ReindexReport,
+)
+from memory.application.history.retention import HistoryRetention, PurgeReport, Retention
+from memory.application.history.search import SearchHistory
+from memory.application.history.sweep import Sweeper, SweepProgress, SweepReport
+from memory.application.history.sweep_status import PartitionStatus, SweepStatus
+from memory.application.observer import Observed, ServiceObserver
+from memory.domain.history.chat_event import ChatEvent
+from memory.domain.history.search import HistoryQuery, HistorySearchResult
+from memory.domain.time_range import DEFAULT_MAX_FUTURE_SKEW
+
+CONTEXT = "history"
+# Threads for the full-text half of hybrid searches (each holds a pooled connection).
+FULL_TEXT_WORKERS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class OrgSweepStatus:
+    """How far the sweep got for one org: per partition, for the active model."""
+
+    org_id: str
+    model: str
+    semantic_search: bool
+    partitions: list[PartitionStatus]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPorts:
+    """The adapters the history use cases run on (picked by the composition root)."""
+
+    events: ChatEventLog
+    windows: WindowEmbeddings
+    flags: FeatureFlagStore
+    watermarks: WatermarkRepository
+    locks: PartitionLockFactory
+    retention: RetentionStore
+    full_text: FullTextIndex
+
+
+class HistoryService:
+    """Ingest, search, the sweep, feature flags, retention and model drops of chat history.
+
+    Errors are the project's typed ones: `InvalidInput` (naming the field), `NotFound` (an
+    unknown flag), `ActiveModelDrop`. Embedding failures never surface from `search` (it
+    degrades to full-text) nor from `sweep` (the partition stalls and the report says so).
+    """
+
+    def __init__(
+        self,
+        ports: HistoryPorts,
+        model: EmbeddingModel,
+        *,
+        clock: Clock,
+        query_embed_timeout: float,
+        default_retention_days: int,
+        max_future_skew: timedelta = DEFAULT_MAX_FUTURE_SKEW,
+        similarity_floor: float | None = None,
+        stored_model_id: Callable[[str], str] = str.strip,
+        observers: Sequence[ServiceObserver] = (),
+    ) -> None:
+        """`stored_model_id` turns a model spec as operators write it into the identity
+        its rows are stored under (docs/adr/0010)."""
+        self._ports = ports
+        self._model_id = model.identity.id
+        self._stored_model_id = stored_model_id
+        self._observed = Observed(CONTEXT, observers)
+        # Set on shutdown: running sweep passes stop between batches, later ones at once.
+        self._stopping = threading.Event()
+        self._embedder = QueryEmbedder(model, query_embed_timeout)
+        # Full-text queries that run beside the semantic part of hybrid searches.
+        self._full_text_pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=FULL_TEXT_WORKERS, thread_name_prefix="history-full-text"
+        )
+        self._ingest = IngestChatEvents(ports.events, clock=clock, max_future_skew=max_future_skew)
+        self._search = SearchHistory(
+            events=ports.events,
+            windows=ports.windows,
+            flags=ports.flags,
+            embedder=self._embedder,
+            model_id=self._model_id,
+            full_text_pool=self._full_text_pool,
+            similarity_floor=similarity_floor,
+            clock=clock,
+            max_future_skew=max_future_skew,
+        )
+        self._sweeper = Sweeper(
+            events=ports.events,
+            windows=ports.windows,
+            watermarks=ports.watermarks,
+            locks=ports.locks,
+            flags=ports.flags,
+            model=model,
+            clock=clock,
+        )
+        self._status = SweepStatus(
+            events=ports.events, watermarks=ports.watermarks, model=model, clock=clock
+        )
+        self._flags = FeatureFlags(ports.flags)
+        self._retention = HistoryRetention(
+            ports.retention, default_days=default_retention_days, clock=clock
+        )
+        self._reindex = ReindexFullText(ports.full_text)
+        self._drop = DropModel(
+            events=ports.events,
+            windows=ports.windows,
+            watermarks=ports.watermarks,
+            active_model=self._model_id,
+        )
+
+    @property
+    def model_id(self) -> str:
+        """The active history model (the identity its embeddings are stored under)."""
+        return self._model_id
+
+    def observe(self, observer: ServiceObserver) -> None:
+        self._observed.add(observer)
+
+    # Ingest and search ------------------------------------------------------------------
+
+    def ingest(self, org_id: str, events: Sequence[ChatEvent]) -> IngestResult:
+        """Store 1..1000 events in one transaction (all or nothing); an event id the org
+        already has is a duplicate and changes nothing. Never embeds."""
+        return self._observed.run("ingest", lambda: self._ingest(org_id, events))
+
+    def search(self, org_id: str, query: HistoryQuery) -> HistorySearchResult:
+        """Full-text hits first, then semantic ones when the org's flags allow; `semantic`
+        says whether the semantic half ran, was off, or degraded (model down or slow)."""
+        return self._observed.run("search", lambda: self._search(org_id, query))
+
+    # The sweep --------------------------------------------------------------------------
+
+    def sweep(
+        self,
+        org_id: str | None = None,
+        *,
+        trigger: str = "api",
+        wait_for_locks: bool = True,
+        progress: SweepProgress | None = None,
+    ) -> SweepReport:
+        """One pass over the enabled partitions (of one org, or all): embed the closed
+        windows after each watermark. With `wait_for_locks`, a partition another sweeper
+        holds is waited for instead of skipped. `stop_sweeps` ends it between batches."""
+        labels = {"trigger": trigger} if org_id is None else {"trigger": trigger, "org_id": org_id}
+        return self._observed.run(
+            "sweep",
+            lambda: self._sweeper.run_pass(
+                org_id, wait_for_locks=wait_for_locks, progress=progress, stop=self._stopping
+            ),
+            **labels,
+        )
+
+    def sweep_status(self, org_id: str) -> OrgSweepStatus:
+        """Per partition of the org: watermark, lag, poison windows, stalls."""
+
+        def run() -> OrgSweepStatus:
+            return OrgSweepStatus(
+                org_id=org_id,
+                model=self._model_id,
+                semantic_search=self._flags.semantic_search(org_id),
+                partitions=self._status(org_id),
+            )
+
+        return self._observed.run("sweep_status", run)
+
+    # Feature flags ----------------------------------------------------------------------
+
+    def global_flags(self) -> list[GlobalFlag]:
+        return self._observed.run("global_flags", self._flags.global_flags)
+
+    def global_flag(self, flag: str) -> GlobalFlag:
+        """`NotFound` for an unknown flag."""
+        return self._observed.run("global_flag", lambda: self._flags.global_flag(flag))
+
+    def set_global_flag(self, flag: str, enabled: bool) -> GlobalFlag:
+        return self._observed.run("set_global_flag", lambda: self._flags.set_global(flag, enabled))
+
+    def org_flags(self, org_id: str) -> list[OrgFlag]:
+        return self._observed.run("org_flags", lambda: self._flags.org_flags(org_id))
+
+    def org_flag(self, org_id: str, flag: str) -> OrgFlag:
+        return self._observed.run("org_flag", lambda: self._flags.org_flag(org_id, flag))
+
+    def set_org_flag(self, org_id: str, flag: str, enabled: bool | None) -> OrgFlag:
+        """`enabled=None` removes the org's own value: it follows the global layer again."""
+        return self._observed.run(
+            "set_org_flag", lambda: self._flags.set_org(org_id, flag, enabled)
+        )
+
+    def semantic_search(self, org_id: str) -> bool:
+        """Whether the org's searches get a semantic half (every flag layer agrees)."""
+        return self._observed.run("semantic_search", lambda: self._flags.semantic_search(org_id))
+
+    # Retention and models ---------------------------------------------------------------
+
+    def retention(self, org_id: str) -> Retention:
+        return self._observed.run("retention", lambda: self._retention.get(org_id))
+
+    def set_retention(self, org_id: str, days: int) -> Retention:
+        """`InvalidInput` (field `days`) outside 1..3650."""
+        return self._observed.run("set_retention", lambda: self._retention.set(org_id, days))
+
+    def purge(self, org_id: str | None = None) -> PurgeReport:
+        """Delete what is past each org's retention (one org, or all): events and, in the
+        same transaction, the embeddings covering them."""
+        labels = {} if org_id is None else {"org_id": org_id}
+        return self._observed.run("purge", lambda: self._retention.purge(org_id), **labels)
+
+    def drop_model(self, model: str) -> DropReport:
+        """Delete a no-longer-active model's embeddings and reset its watermarks. `model`
+        is a spec as operators write it (`ollama:bge-m3:latest`) or a stored identity."""
+        return self._observed.run("drop_model", lambda: self._drop(self._stored_model_id(model)))
+
+    def reindex_full_text(self, progress: ReindexObserver | None = None) -> ReindexReport:
+        """Re-index rows indexed by an older full-text segmentation (resumable; rows
+        ingested meanwhile are indexed by ingest). `stop_sweeps` also stops it."""
+        return self._observed.run(
+            "reindex_full_text", lambda: self._reindex(progress, stop=self._stopping)
+        )
+
+    def stale_full_text_rows(self, org_id: str | None = None) -> int:
+        """Rows (of one org, or of all) still indexed by an older full-text segmentation:
+        what a re-index rewrites."""
+        return self._observed.run("stale_full_text_rows", lambda: self._reindex.stale(org_id))
+
+    def stored_models(self) -> dict[str, int]:
+        """Embedding rows per model."""
+        return self._observed.run("stored_models", self._ports.windows.models)
+
+    def stop_sweeps(self) -> None:
+        """Make running sweep passes stop after their current batch (shutdown)."""
+        self._stopping.set()
+
+    def close(self) -> None:
+        self.stop_sweeps()
+        self._embedder.close()
+        self._full_text_pool.shutdown(wait=True)
