@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from tests.conftest import running_app
-from tests.integration.history.conftest import EdgeModel
+from tests.fakes import FakeModel
 
 from memory.entrypoints.bootstrap import Services
 from memory.entrypoints.history_runtime import HistoryRuntime
@@ -29,13 +29,13 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def edge_model() -> EdgeModel:
-    return EdgeModel()
+def edge_model() -> FakeModel:
+    return FakeModel(dimensions=1024)
 
 
 @pytest.fixture
 def history_app(
-    database_url: str, make_settings: Callable[..., Settings], edge_model: EdgeModel
+    database_url: str, make_settings: Callable[..., Settings], edge_model: FakeModel
 ) -> HistoryApp:
     """`run(run_workers=False, **settings)`: the app with the history context on the fake
     model (the composition root's wiring, with the model picked here)."""

@@ -3,61 +3,22 @@ database, with the embedding model replaced by a controllable fake model server.
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import httpx
 import pytest
 from tests.conftest import running_app
+from tests.fakes import FakeModel
 
-from memory.application.embedding import EmbeddingModel, ModelStatus, ModelUnavailable
-from memory.domain.embedding import EmbeddingVector, ModelIdentity
+from memory.application.embedding import EmbeddingModel
 from memory.entrypoints import policy_runtime
 from memory.entrypoints.bootstrap import Services
 from memory.entrypoints.http.app import create_app
 from memory.infrastructure.embedding.factory import ModelRegistry
-from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.settings import Settings
-
-
-class FakeModelServer:
-    """hash:384 vectors behind switches an edge can flip: down (ModelUnavailable) or slow."""
-
-    def __init__(self, dimensions: int = 384) -> None:
-        self._inner = HashEmbeddingModel(dimensions)
-        self._identity = ModelIdentity(f"hash:{dimensions}", dimensions)
-        self.down = False
-        self.query_delay = 0.0
-        self.embedded = 0
-
-    @property
-    def identity(self) -> ModelIdentity:
-        return self._identity
-
-    @property
-    def max_input_tokens(self) -> int:
-        return 512
-
-    def count_tokens(self, text: str) -> int:
-        return self._inner.count_tokens(text)
-
-    def embed_documents(self, texts: Sequence[str]) -> list[EmbeddingVector]:
-        if self.down:
-            raise ModelUnavailable(self._identity.id, "connection refused")
-        self.embedded += len(texts)
-        return self._inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> EmbeddingVector:
-        if self.down:
-            raise ModelUnavailable(self._identity.id, "connection refused")
-        time.sleep(self.query_delay)
-        return self._inner.embed_query(text)
-
-    def status(self) -> ModelStatus:
-        return ModelStatus(self._identity.id, self._identity.dimensions, not self.down)
 
 
 class FixedModels(ModelRegistry):
@@ -75,13 +36,13 @@ PolicyApp = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
 
 @pytest.fixture
-def fake_model() -> FakeModelServer:
-    return FakeModelServer()
+def fake_model() -> FakeModel:
+    return FakeModel()
 
 
 @pytest.fixture
 def policy_app(
-    database_url: str, make_settings: Callable[..., Settings], fake_model: FakeModelServer
+    database_url: str, make_settings: Callable[..., Settings], fake_model: FakeModel
 ) -> PolicyApp:
     @asynccontextmanager
     async def run(**overrides: Any) -> AsyncIterator[httpx.AsyncClient]:

@@ -1,91 +1,23 @@
-"""Integration fixtures of the history context: a migrated database, a controllable clock,
-and a model server fake at the edge (wrapping the deterministic hash model)."""
+"""Integration fixtures of the history context: a migrated database, the shared clock and
+model fakes (tests/fakes.py), and the history runtime on them."""
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from tests.fakes import FakeClock, FakeModel
 
-from memory.application.embedding import EmbeddingError, EmbeddingModel, InputRejected, ModelStatus
-from memory.domain.embedding import EmbeddingVector, ModelIdentity
+from memory.application.embedding import EmbeddingModel
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
 from memory.entrypoints.history_runtime import HistoryRuntime
-from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.settings import Settings
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-
-
-class FakeClock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
-
-
-class EdgeModel:
-    """A model server at the edge: the hash model's vectors, with failures on demand."""
-
-    def __init__(self, inner: EmbeddingModel | None = None, *, model_id: str | None = None) -> None:
-        self.inner = inner or HashEmbeddingModel(1024)
-        dims = self.inner.identity.dimensions
-        self._identity = ModelIdentity(model_id or self.inner.identity.id, dims)
-        self.failure: EmbeddingError | None = None
-        self.reject_marker: str | None = None
-        self.document_calls: list[list[str]] = []
-        self.query_calls = 0
-        self.query_delay = 0.0
-        self.entered = threading.Event()
-        self.gate: threading.Event | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def identity(self) -> ModelIdentity:
-        return self._identity
-
-    @property
-    def max_input_tokens(self) -> int:
-        return self.inner.max_input_tokens
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
-
-    def embed_documents(self, texts: Sequence[str]) -> list[EmbeddingVector]:
-        with self._lock:
-            self.document_calls.append(list(texts))
-        self.entered.set()
-        if self.gate is not None:
-            assert self.gate.wait(20), "test gate never opened"
-        if self.failure is not None:
-            raise self.failure
-        if self.reject_marker is not None and any(self.reject_marker in t for t in texts):
-            raise InputRejected(self.identity.id, "input rejected by the server")
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> EmbeddingVector:
-        self.query_calls += 1
-        time.sleep(self.query_delay)
-        if self.failure is not None:
-            raise self.failure
-        return self.inner.embed_query(text)
-
-    def status(self) -> ModelStatus:
-        return self.inner.status()
-
-    @property
-    def embedded_texts(self) -> list[str]:
-        return [t for call in self.document_calls for t in call]
 
 
 @pytest.fixture
@@ -112,7 +44,7 @@ def make_runtime(
 
     def make(model: EmbeddingModel | None = None, **overrides: Any) -> HistoryRuntime:
         runtime = HistoryRuntime(
-            make_settings(**overrides), database, model or EdgeModel(), clock=clock
+            make_settings(**overrides), database, model or FakeModel(dimensions=1024), clock=clock
         )
         created.append(runtime)
         return runtime

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import time
 
+from tests.fakes import FakeModel
+
 from memory.application.embedding import ModelUnavailable
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
 from memory.domain.history.search import HistoryQuery, MatchedBy, SemanticState
 from memory.entrypoints.history_runtime import HistoryRuntime
-from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 
 
 def seeded(make_runtime, kit, **settings) -> HistoryRuntime:
@@ -107,7 +108,7 @@ def test_semantic_hits_never_come_from_another_org_or_model(make_runtime, kit) -
     # Another org with the very same conversation, and the same org under another model.
     runtime.service.ingest("globex", [kit.message("g-pw1", 0, "how can I reset my password")])
     runtime.service.sweep(trigger="t")
-    other_model = type(runtime.model)(HashEmbeddingModel(1024), model_id="other:1024")
+    other_model = FakeModel("other:1024", dimensions=1024)
     other: HistoryRuntime = make_runtime(other_model)
     assert other.service.sweep(trigger="t").windows_embedded > 0
     assert {r["model"] for r in kit.rows()} == {"hash:1024", "other:1024"}

@@ -69,9 +69,9 @@ def test_the_watermark_advances_and_a_second_pass_only_does_new_windows(
     runtime.service.ingest("acme", conversation(kit, clock))
     runtime.service.sweep(trigger="test")
     edge = runtime.model
-    calls_before = len(edge.embedded_texts)  # type: ignore[attr-defined]
+    calls_before = len(edge.attempted)  # type: ignore[attr-defined]
     assert runtime.service.sweep(trigger="test").windows_embedded == 0  # nothing new
-    assert len(edge.embedded_texts) == calls_before  # type: ignore[attr-defined]
+    assert len(edge.attempted) == calls_before  # type: ignore[attr-defined]
     clock.advance(minutes=25)  # the tail is now idle for 35 minutes: closed
     report = runtime.service.sweep(trigger="test")
     assert (report.windows_embedded, report.windows_open) == (1, 0)

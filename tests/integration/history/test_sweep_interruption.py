@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from tests.integration.history.conftest import EdgeModel
+from tests.fakes import FakeModel
 
 from memory.application.history.sweep import (
     EMBED_BATCH_TOKENS,
@@ -45,8 +45,8 @@ def pass_in_background(runtime: HistoryRuntime) -> Callable[[], SweepReport]:
     return finished
 
 
-def held_model() -> EdgeModel:
-    model = EdgeModel()
+def held_model() -> FakeModel:
+    model = FakeModel(dimensions=1024)
     model.gate = threading.Event()
     return model
 
@@ -100,7 +100,7 @@ def test_a_shutdown_request_stops_a_running_pass_at_the_next_batch(make_runtime,
 def test_batches_are_bounded_in_tokens_and_an_over_long_message_is_read_from_its_start(
     make_runtime, kit
 ) -> None:
-    model = EdgeModel()
+    model = FakeModel(dimensions=1024)
     runtime = make_runtime(model)
     kit.enable_semantic(runtime)
     long_text = " ".join(f"word{j}" for j in range(HASH_MODEL_MAX_TOKENS + 100))
@@ -117,7 +117,7 @@ def test_batches_are_bounded_in_tokens_and_an_over_long_message_is_read_from_its
         assert len(call) == 1 or sum(count(t) for t in call) <= EMBED_BATCH_TOKENS
         assert all(count(t) <= HASH_MODEL_MAX_TOKENS for t in call)
     stored = {row["content"] for row in kit.rows()}
-    clipped = [t for t in model.embedded_texts if t not in stored]
+    clipped = [t for t in model.attempted if t not in stored]
     assert len(clipped) == 4  # the over-long ones, each a prefix of its stored window
     assert all(any(content.startswith(t) for content in stored) for t in clipped)
     assert len(model.document_calls) > 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from tests.fakes import FakeModel
 
 from memory.application.history.sweep import Sweeper
 from memory.domain.errors import InvalidInput
@@ -12,7 +13,6 @@ from memory.domain.history.partition import Partition
 from memory.domain.history.search import HistoryQuery
 from memory.domain.history.watermark import SweepWatermark
 from memory.entrypoints.history_runtime import HistoryRuntime
-from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 
 P = Partition("acme", "slack", "C1")
 TALK = "could you help me reset my password please"
@@ -142,7 +142,7 @@ def test_a_new_model_rebuilds_from_empty_and_never_mixes_with_the_old(
     kit.enable_semantic(old)
     old.service.ingest("acme", sessions(kit))
     assert old.service.sweep(trigger="t").windows_embedded == 5
-    new_model = type(old.model)(HashEmbeddingModel(384))  # same edge fake, another model
+    new_model = FakeModel(dimensions=384)  # the same edge fake, another model
     new: HistoryRuntime = make_runtime(new_model, history_model="hash:384")
     report = new.service.sweep(trigger="t")
     assert report.windows_embedded == 5  # new model = empty watermarks = rebuild

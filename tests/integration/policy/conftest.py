@@ -3,60 +3,22 @@ projectors that are stopped after the test, and test models (fakes of model serv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from tests.fakes import FakeModel
 
-from memory.application.embedding import ModelStatus, ModelUnavailable
-from memory.domain.embedding import EmbeddingVector, ModelIdentity
 from memory.entrypoints.policy_runtime import PolicyRuntime
-from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 from memory.infrastructure.policy.projector import PolicyProjector
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.settings import Settings
 
 
-class TestModel:
-    """A stand-in for a model server: hash vectors salted with its id (so two ids are two
-    vector spaces), counting what it embeds, failing when told to."""
-
-    __test__ = False
-
-    def __init__(self, model_id: str = "hash:384", *, fail_after: int | None = None) -> None:
-        self._inner = HashEmbeddingModel(384)
-        self._identity = ModelIdentity(model_id, 384)
-        self._salt = "" if model_id == "hash:384" else f"{model_id} "
-        self.documents: list[str] = []
-        self.fail_after = fail_after
-
-    @property
-    def identity(self) -> ModelIdentity:
-        return self._identity
-
-    @property
-    def max_input_tokens(self) -> int:
-        return 512
-
-    def count_tokens(self, text: str) -> int:
-        return self._inner.count_tokens(text)
-
-    def embed_documents(self, texts: Sequence[str]) -> list[EmbeddingVector]:
-        if self.fail_after is not None and len(self.documents) + len(texts) > self.fail_after:
-            raise ModelUnavailable(self._identity.id, "connection refused")
-        self.documents.extend(texts)
-        return self._inner.embed_documents([self._salt + t for t in texts])
-
-    def embed_query(self, text: str) -> EmbeddingVector:
-        return self._inner.embed_query(self._salt + text)
-
-    def status(self) -> ModelStatus:
-        return ModelStatus(self._identity.id, 384, True)
-
-
 @pytest.fixture
-def test_model() -> type[TestModel]:
-    return TestModel
+def test_model() -> type[FakeModel]:
+    """A model server fake: `test_model("ollama:other@384", fail_after=3)`."""
+    return FakeModel
 
 
 @pytest.fixture
@@ -78,7 +40,7 @@ def make_runtime(
 
     def make(model: Any = None, **overrides: Any) -> PolicyRuntime:
         settings = make_settings(**overrides)
-        runtime = PolicyRuntime(settings, policy_db, model or TestModel())
+        runtime = PolicyRuntime(settings, policy_db, model or FakeModel())
         made.append(runtime)
         return runtime
 

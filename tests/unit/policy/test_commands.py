@@ -99,13 +99,13 @@ def test_unavailable_model_records_nothing(
     recorded: Recorded,
 ) -> None:
     cmd, model = commands
-    model.unavailable = True
+    model.down = True
     with pytest.raises(ModelUnavailable):
         cmd.store("p1", "text")
     assert recorded() == []
-    model.unavailable = False
+    model.down = False
     cmd.store("p1", "text")
-    model.unavailable = True
+    model.down = True
     with pytest.raises(ModelUnavailable):
         cmd.update("p1", "new text")
     assert len(recorded()) == 1

@@ -1,0 +1,541 @@
+"""The fakes every test tier shares (one per edge, so copies cannot drift):
+
+- `FakeModel`: a controllable embedding model (a model server at the edge), with the knobs
+  tests turn: down, failing with any error, rejecting some inputs, failing after N texts,
+  slow or gated calls, a forced query vector.
+- `FakeClock`: a clock tests move by hand.
+- In-memory adapters of the history ports (`InMemoryChatEventLog`, ...) for unit tests of
+  the history use cases, as the policy context's unit tests run on the library's in-memory
+  event store. They keep the ports' documented contracts, in Python instead of SQL.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from memory.application.embedding import (
+    EmbeddingError,
+    InputRejected,
+    ModelStatus,
+    ModelUnavailable,
+)
+from memory.application.history.ports import (
+    EmbeddedWindow,
+    OutOfRangeEvent,
+    ReindexedBatch,
+    RowKey,
+    StoredEvents,
+    WindowMatch,
+)
+from memory.application.history.service import HistoryPorts
+from memory.application.history.watermarks import SweepWatermarks
+from memory.domain.embedding import EmbeddingVector, ModelIdentity
+from memory.domain.history.chat_event import ChatEvent
+from memory.domain.history.conversation import ChatMessage
+from memory.domain.history.feature_flags import FlagLayers
+from memory.domain.history.partition import Partition
+from memory.domain.history.position import SweepPosition
+from memory.domain.history.search import HistoryHit, HistoryQuery, MatchedBy
+from memory.domain.history.sweep_plan import LateCatchUp, MainRead, PartitionRead, WatermarkMark
+from memory.domain.time_range import AcceptedTimeRange
+from memory.infrastructure.embedding.hashing import HashEmbeddingModel
+
+# How long a gated fake waits for its gate before failing the test.
+GATE_TIMEOUT_SECONDS = 20
+
+
+class FakeModel:
+    """A model server at the edge: the deterministic hash model's vectors (salted with the
+    model id when it is not the hash model's own, so two ids are two vector spaces), every
+    call recorded, failures on demand."""
+
+    def __init__(
+        self, model_id: str | None = None, dimensions: int = 384, *, fail_after: int | None = None
+    ) -> None:
+        self.inner = HashEmbeddingModel(dimensions)
+        own_id = self.inner.identity.id
+        self._identity = ModelIdentity(model_id or own_id, dimensions)
+        self._salt = "" if self._identity.id == own_id else f"{self._identity.id} "
+        # Raised by every call while set (`down = True` sets a ModelUnavailable).
+        self.failure: EmbeddingError | None = None
+        # Documents containing this text are rejected (InputRejected), others embedded.
+        self.reject_marker: str | None = None
+        # Documents beyond this many in all fail as unavailable (a server dying mid-replay).
+        self.fail_after = fail_after
+        self.query_delay = 0.0
+        # While set, document calls wait for it to open (`entered` says one is waiting).
+        self.gate: threading.Event | None = None
+        self.entered = threading.Event()
+        # While set, query calls wait for it to open (a hung server).
+        self.query_gate: threading.Event | None = None
+        # Returned for every query instead of the hash vector (e.g. a wrong dimension).
+        self.query_vector: EmbeddingVector | None = None
+        # Every document call's texts (attempts, failed ones included), and the texts and
+        # queries that were embedded.
+        self.document_calls: list[list[str]] = []
+        self.documents: list[str] = []
+        self.query_calls = 0
+        self.queries: list[str] = []
+        self._lock = threading.Lock()
+
+    @property
+    def identity(self) -> ModelIdentity:
+        return self._identity
+
+    @property
+    def max_input_tokens(self) -> int:
+        return self.inner.max_input_tokens
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    @property
+    def down(self) -> bool:
+        return isinstance(self.failure, ModelUnavailable)
+
+    @down.setter
+    def down(self, value: bool) -> None:
+        self.failure = ModelUnavailable(self._identity.id, "connection refused") if value else None
+
+    @property
+    def attempted(self) -> list[str]:
+        """Every document text the model was asked to embed, in call order."""
+        with self._lock:
+            return [t for call in self.document_calls for t in call]
+
+    @property
+    def embedded(self) -> int:
+        """How many document texts were embedded."""
+        return len(self.documents)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[EmbeddingVector]:
+        with self._lock:
+            before = sum(len(c) for c in self.document_calls)
+            self.document_calls.append(list(texts))
+        self.entered.set()
+        if self.gate is not None:
+            assert self.gate.wait(GATE_TIMEOUT_SECONDS), "test gate never opened"
+        if self.failure is not None:
+            raise self.failure
+        if self.fail_after is not None and before + len(texts) > self.fail_after:
+            raise ModelUnavailable(self._identity.id, "connection refused")
+        if self.reject_marker is not None and any(self.reject_marker in t for t in texts):
+            raise InputRejected(self._identity.id, "input rejected by the server")
+        with self._lock:
+            self.documents.extend(texts)
+        return self.inner.embed_documents([self._salt + t for t in texts])
+
+    def embed_query(self, text: str) -> EmbeddingVector:
+        with self._lock:
+            self.query_calls += 1
+        if self.query_gate is not None:
+            assert self.query_gate.wait(GATE_TIMEOUT_SECONDS), "test query gate never opened"
+        time.sleep(self.query_delay)
+        if self.failure is not None:
+            raise self.failure
+        with self._lock:
+            self.queries.append(text)
+        if self.query_vector is not None:
+            return self.query_vector
+        return self.inner.embed_query(self._salt + text)
+
+    def status(self) -> ModelStatus:
+        return ModelStatus(self._identity.id, self._identity.dimensions, not self.down)
+
+
+class FakeClock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+# History ports in memory -------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    org_id: str
+    event: ChatEvent
+    ingest_seq: int
+
+    @property
+    def key(self) -> SweepPosition:
+        assert self.event.event_id is not None
+        return SweepPosition(self.event.occurred_at, self.event.event_id)
+
+    def message(self) -> ChatMessage:
+        assert self.event.event_id is not None
+        return ChatMessage(
+            self.event.event_id, self.event.sender, self.event.text, self.event.occurred_at
+        )
+
+    def hit(self, matched_by: MatchedBy) -> HistoryHit:
+        assert self.event.event_id is not None
+        e = self.event
+        return HistoryHit(
+            e.event_id, e.provider, e.channel_id, e.sender, e.text, e.occurred_at, matched_by
+        )
+
+    def in_scope(self, query: HistoryQuery) -> bool:
+        e = self.event
+        return (
+            (query.provider is None or e.provider == query.provider)
+            and (query.channel_id is None or e.channel_id == query.channel_id)
+            and (query.since is None or e.occurred_at >= query.since)
+            and (query.until is None or e.occurred_at < query.until)
+        )
+
+
+class InMemoryChatEventLog:
+    """`ChatEventLog`: events per org with an ingest sequence; full-text is "every query
+    word appears", ranked by how often."""
+
+    def __init__(self) -> None:
+        self.rows: list[_Stored] = []
+        self._seq: dict[str, int] = {}
+
+    def append(self, org_id: str, events: Sequence[ChatEvent]) -> StoredEvents:
+        known = {r.event.event_id for r in self.rows if r.org_id == org_id}
+        inserted = 0
+        for event in events:
+            if event.event_id in known:
+                continue
+            self._seq[org_id] = self._seq.get(org_id, 0) + 1
+            self.rows.append(_Stored(org_id, event, self._seq[org_id]))
+            known.add(event.event_id)
+            inserted += 1
+        return StoredEvents([str(e.event_id) for e in events], inserted)
+
+    def full_text(self, org_id: str, query: HistoryQuery) -> list[HistoryHit]:
+        words = [w.lower() for w in _WORD.findall(query.text)]
+        scored = []
+        for row in self._org(org_id):
+            text = [w.lower() for w in _WORD.findall(row.event.text)]
+            if words and all(w in text for w in words) and row.in_scope(query):
+                scored.append((sum(text.count(w) for w in words), row))
+        scored.sort(key=lambda s: (-s[0], -s[1].event.occurred_at.timestamp(), s[1].key))
+        return [row.hit(MatchedBy.FTS) for _, row in scored[: query.limit]]
+
+    def messages(
+        self, org_id: str, event_ids: Sequence[str], query: HistoryQuery
+    ) -> list[HistoryHit]:
+        wanted = set(event_ids)
+        return [
+            r.hit(MatchedBy.SEMANTIC)
+            for r in self._org(org_id)
+            if r.event.event_id in wanted and r.in_scope(query)
+        ]
+
+    def partitions(self, org_id: str | None = None) -> list[Partition]:
+        found = {
+            r.event.partition(r.org_id) for r in self.rows if org_id is None or r.org_id == org_id
+        }
+        return sorted(found)
+
+    def read_main(self, partition: Partition, mark: WatermarkMark, limit: int) -> MainRead:
+        rows = self._embeddable(partition)
+        horizon = max((r.ingest_seq for r in self._partition(partition)), default=0)
+        if mark.position is not None and any(self._is_late(r, mark) for r in rows):
+            return MainRead(PartitionRead((), True), horizon, True)
+        after = [r for r in rows if mark.position is None or r.key > mark.position]
+        return MainRead(_read(after, limit), horizon, False)
+
+    def read_late(
+        self, partition: Partition, mark: WatermarkMark, late: LateCatchUp, limit: int
+    ) -> PartitionRead:
+        rows = [
+            r
+            for r in self._embeddable(partition)
+            if self._is_late(r, mark)
+            and r.ingest_seq <= late.horizon_seq
+            and (late.cursor is None or r.key > late.cursor)
+        ]
+        return _read(rows, limit)
+
+    def count_unconsumed(self, partition: Partition, mark: WatermarkMark) -> int:
+        def consumed(r: _Stored) -> bool:
+            if mark.position is None or r.key > mark.position:
+                return False
+            if r.ingest_seq <= mark.seen_seq:
+                return True
+            late = mark.late
+            return (
+                late is not None
+                and late.cursor is not None
+                and r.ingest_seq <= late.horizon_seq
+                and r.key <= late.cursor
+            )
+
+        return sum(1 for r in self._embeddable(partition) if not consumed(r))
+
+    def out_of_range(
+        self, partition: Partition, known: Sequence[str], limit: int
+    ) -> list[OutOfRangeEvent]:
+        """Always empty: ingest refuses instants outside the accepted range, and no older
+        version ever wrote to this log."""
+        return []
+
+    def count_stale(self) -> int:
+        """Never stale: this log indexes every event as it stores it."""
+        return 0
+
+    def reindex_batch(self, after: RowKey | None, limit: int) -> ReindexedBatch:
+        return ReindexedBatch(0, None)
+
+    def purge(self, org_id: str, cutoff: datetime) -> list[str]:
+        gone = [r for r in self._org(org_id) if r.event.occurred_at < cutoff]
+        self.rows = [r for r in self.rows if r not in gone]
+        return [str(r.event.event_id) for r in gone]
+
+    def has(self, org_id: str, event_id: str) -> bool:
+        return any(r.event.event_id == event_id for r in self._org(org_id))
+
+    def _org(self, org_id: str) -> list[_Stored]:
+        return [r for r in self.rows if r.org_id == org_id]
+
+    def _partition(self, partition: Partition) -> list[_Stored]:
+        return [r for r in self.rows if r.event.partition(r.org_id) == partition]
+
+    def _embeddable(self, partition: Partition) -> list[_Stored]:
+        return sorted(
+            (r for r in self._partition(partition) if r.event.is_embeddable),
+            key=lambda r: r.key,
+        )
+
+    @staticmethod
+    def _is_late(row: _Stored, mark: WatermarkMark) -> bool:
+        assert mark.position is not None
+        return row.ingest_seq > mark.seen_seq and row.key <= mark.position
+
+
+def _read(rows: list[_Stored], limit: int) -> PartitionRead:
+    return PartitionRead(tuple(r.message() for r in rows[:limit]), complete=len(rows) <= limit)
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    id: uuid.UUID
+    org_id: str
+    partition: Partition
+    model: str
+    vector: EmbeddingVector
+    event_ids: tuple[str, ...]
+    first: datetime
+    last: datetime
+
+
+class InMemoryWindowEmbeddings:
+    """`WindowEmbeddings`: rows by id; exact cosine KNN; a window whose events were purged
+    meanwhile is not written."""
+
+    def __init__(self, events: InMemoryChatEventLog) -> None:
+        self._events = events
+        self.rows: dict[uuid.UUID, _Row] = {}
+        self.upserts: list[uuid.UUID] = []
+
+    def upsert(self, model: str, windows: Sequence[EmbeddedWindow]) -> int:
+        written = 0
+        for w in windows:
+            ids = w.window.event_ids
+            if not all(self._events.has(w.partition.org_id, e) for e in ids):
+                continue
+            for other in list(self.rows.values()):
+                if (
+                    other.model == model
+                    and other.partition == w.partition
+                    and other.id != w.id
+                    and set(other.event_ids) & set(ids)
+                ):
+                    del self.rows[other.id]
+            self.rows[w.id] = _Row(
+                w.id,
+                w.partition.org_id,
+                w.partition,
+                model,
+                w.vector,
+                tuple(ids),
+                w.window.first.occurred_at,
+                w.window.last.occurred_at,
+            )
+            self.upserts.append(w.id)
+            written += 1
+        return written
+
+    def nearest(
+        self, org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
+    ) -> list[WindowMatch]:
+        scored = [
+            (_cosine(vector, r.vector), r)
+            for r in self.rows.values()
+            if r.org_id == org_id
+            and r.model == model
+            and (query.provider is None or r.partition.provider == query.provider)
+            and (query.channel_id is None or r.partition.channel_id == query.channel_id)
+            and (query.since is None or r.last >= query.since)
+            and (query.until is None or r.first < query.until)
+        ]
+        scored.sort(key=lambda s: (-s[0], s[1].id))
+        return [WindowMatch(r.id, sim, r.event_ids) for sim, r in scored[:k]]
+
+    def drop_model(self, model: str) -> int:
+        gone = [i for i, r in self.rows.items() if r.model == model]
+        for i in gone:
+            del self.rows[i]
+        return len(gone)
+
+    def models(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for r in self.rows.values():
+            counts[r.model] = counts.get(r.model, 0) + 1
+        return counts
+
+    def purge_events(self, org_id: str, event_ids: Sequence[str]) -> int:
+        gone = {
+            i
+            for i, r in self.rows.items()
+            if r.org_id == org_id and set(r.event_ids) & set(event_ids)
+        }
+        for i in gone:
+            del self.rows[i]
+        return len(gone)
+
+
+def _cosine(a: EmbeddingVector, b: EmbeddingVector) -> float:
+    dot = sum(x * y for x, y in zip(a.values, b.values, strict=True))
+    return dot / (math.sqrt(sum(x * x for x in a.values)) * math.sqrt(sum(y * y for y in b.values)))
+
+
+class InMemoryFeatureFlags:
+    """`FeatureFlagStore`: the two stored layers."""
+
+    def __init__(self) -> None:
+        self.global_values: dict[str, bool] = {}
+        self.org_values: dict[str, dict[str, bool]] = {}
+
+    def layers(self, org_id: str) -> FlagLayers:
+        return FlagLayers(dict(self.global_values), dict(self.org_values.get(org_id, {})))
+
+    def global_layer(self) -> dict[str, bool]:
+        return dict(self.global_values)
+
+    def set_global(self, flag: str, enabled: bool) -> None:
+        self.global_values[flag] = enabled
+
+    def set_org(self, org_id: str, flag: str, enabled: bool | None) -> None:
+        values = self.org_values.setdefault(org_id, {})
+        if enabled is None:
+            values.pop(flag, None)
+        else:
+            values[flag] = enabled
+
+    def layers_of(self, org_ids: Sequence[str]) -> dict[str, FlagLayers]:
+        return {org: self.layers(org) for org in org_ids}
+
+
+class InMemoryPartitionLocks:
+    """`PartitionLockFactory`: partitions held by "another sweeper" are listed in `busy`."""
+
+    def __init__(self) -> None:
+        self.busy: set[Partition] = set()
+        self.sessions: list[bool] = []
+
+    @contextmanager
+    def session(self, *, wait: bool) -> Iterator[InMemoryPartitionLocks]:
+        self.sessions.append(wait)
+        yield self
+
+    @contextmanager
+    def hold(self, partition: Partition, model: str) -> Iterator[bool]:
+        yield partition not in self.busy
+
+
+class InMemoryRetention:
+    """`RetentionStore`: days per org; purge deletes events and the rows covering them."""
+
+    def __init__(self, events: InMemoryChatEventLog, windows: InMemoryWindowEmbeddings) -> None:
+        self._events = events
+        self._windows = windows
+        self.days_by_org: dict[str, int] = {}
+
+    def days(self, org_id: str) -> int | None:
+        return self.days_by_org.get(org_id)
+
+    def set_days(self, org_id: str, days: int) -> None:
+        self.days_by_org[org_id] = days
+
+    def orgs_with_events(self) -> list[str]:
+        return sorted({r.org_id for r in self._events.rows})
+
+    def purge(self, org_id: str, cutoff: datetime, stored: AcceptedTimeRange) -> tuple[int, int]:
+        gone = self._events.purge(org_id, cutoff)
+        return len(gone), self._windows.purge_events(org_id, gone)
+
+
+@dataclass(frozen=True)
+class InMemoryHistory:
+    """Every history port in memory, wired together (a purge reaches the embeddings)."""
+
+    events: InMemoryChatEventLog
+    windows: InMemoryWindowEmbeddings
+    flags: InMemoryFeatureFlags
+    watermarks: SweepWatermarks
+    locks: InMemoryPartitionLocks
+    retention: InMemoryRetention
+
+    @classmethod
+    def create(cls) -> InMemoryHistory:
+        events = InMemoryChatEventLog()
+        windows = InMemoryWindowEmbeddings(events)
+        return cls(
+            events=events,
+            windows=windows,
+            flags=InMemoryFeatureFlags(),
+            # No env: the library's in-memory persistence.
+            watermarks=SweepWatermarks(),
+            locks=InMemoryPartitionLocks(),
+            retention=InMemoryRetention(events, windows),
+        )
+
+    def ports(self) -> HistoryPorts:
+        return HistoryPorts(
+            events=self.events,
+            windows=self.windows,
+            flags=self.flags,
+            watermarks=self.watermarks,
+            locks=self.locks,
+            retention=self.retention,
+            full_text=self.events,
+        )
+
+
+def chat_message(
+    event_id: str,
+    at: datetime,
+    text: str = "could you help me reset my password please",
+    **fields: str,
+) -> ChatEvent:
+    """A chat message in partition slack/C1 unless `fields` say otherwise."""
+    base = ChatEvent(
+        event_id=event_id,
+        provider="slack",
+        channel_id="C1",
+        sender="ali",
+        text=text,
+        occurred_at=at,
+    )
+    return replace(base, **fields) if fields else base

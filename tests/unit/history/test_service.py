@@ -1,0 +1,331 @@
+"""The history use cases through `HistoryService`, over the in-memory ports (tests/fakes.py):
+the sweep, search, flags, retention and model drops, without a database."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from tests.fakes import FakeClock, FakeModel, InMemoryHistory, chat_message
+
+from memory.application.history.service import HistoryService
+from memory.application.observer import ServiceCall
+from memory.domain.active_model import ActiveModelDrop
+from memory.domain.errors import InvalidInput, NotFound
+from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG
+from memory.domain.history.partition import Partition
+from memory.domain.history.search import HistoryQuery, MatchedBy, SemanticState
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+TALK = "could you help me reset my password please"
+PARTITION = Partition("acme", "slack", "C1")
+
+
+class Calls:
+    def __init__(self) -> None:
+        self.seen: list[ServiceCall] = []
+
+    def observe(self, call: ServiceCall) -> None:
+        self.seen.append(call)
+
+
+@pytest.fixture
+def history() -> InMemoryHistory:
+    return InMemoryHistory.create()
+
+
+@pytest.fixture
+def model() -> FakeModel:
+    return FakeModel(dimensions=1024)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(T0 + timedelta(days=1))
+
+
+@pytest.fixture
+def calls() -> Calls:
+    return Calls()
+
+
+@pytest.fixture
+def service(history: InMemoryHistory, model: FakeModel, clock: FakeClock, calls: Calls):
+    svc = HistoryService(
+        history.ports(),
+        model,
+        clock=clock,
+        query_embed_timeout=2.0,
+        default_retention_days=30,
+        stored_model_id=lambda spec: spec.strip().removesuffix(":latest"),
+        observers=(calls,),
+    )
+    yield svc
+    svc.close()
+
+
+def at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+def conversations(count: int, *, gap_minutes: float = 60, org_text: str = TALK) -> list:
+    """`count` closed conversations of two messages each, `gap_minutes` apart."""
+    return [
+        chat_message(f"c{i}-{j}", at(i * gap_minutes + j), f"{org_text} {i}")
+        for i in range(count)
+        for j in range(2)
+    ]
+
+
+def on(service: HistoryService) -> None:
+    service.set_global_flag(SEMANTIC_SEARCH_FLAG, True)
+
+
+# The sweep ---------------------------------------------------------------------------------
+
+
+def test_closed_windows_are_embedded_once(
+    service: HistoryService, history: InMemoryHistory, model: FakeModel
+) -> None:
+    on(service)
+    service.ingest("acme", conversations(3))
+    first = service.sweep(trigger="test")
+    again = service.sweep(trigger="test")
+    assert (first.windows_embedded, again.windows_embedded) == (3, 0)
+    assert len(model.document_calls) == 1 and len(model.documents) == 3
+    assert history.windows.models() == {"hash:1024": 3}
+    mark = history.watermarks.get(PARTITION, "hash:1024").mark
+    assert mark.position is not None and mark.position.event_id == "c2-1"
+
+
+def test_a_window_still_open_waits_for_a_later_pass(
+    service: HistoryService, clock: FakeClock
+) -> None:
+    on(service)
+    clock.now = at(10)  # the conversation's last message was 9 minutes ago
+    service.ingest("acme", conversations(1))
+    assert service.sweep().windows_open == 1
+    clock.advance(minutes=31)
+    assert service.sweep().windows_embedded == 1
+
+
+def test_a_transient_model_failure_stalls_without_moving_the_watermark(
+    service: HistoryService, history: InMemoryHistory, model: FakeModel
+) -> None:
+    on(service)
+    service.ingest("acme", conversations(2))
+    model.down = True
+    stalled = service.sweep()
+    assert (stalled.partitions_stalled, stalled.windows_embedded) == (1, 0)
+    watermark = history.watermarks.get(PARTITION, "hash:1024")
+    assert watermark.mark.position is None and watermark.is_stalled
+    assert history.windows.models() == {}
+    model.down = False
+    assert service.sweep().windows_embedded == 2  # retried, nothing lost
+
+
+def test_a_window_the_model_rejects_is_skipped_as_poison_once(
+    service: HistoryService, history: InMemoryHistory, model: FakeModel
+) -> None:
+    on(service)
+    service.ingest("acme", conversations(3))
+    model.reject_marker = f"{TALK} 1"
+    report = service.sweep()
+    assert (report.windows_embedded, report.windows_poisoned) == (2, 1)
+    (poison,) = history.watermarks.get(PARTITION, "hash:1024").poison_windows
+    assert poison.message_count == 2 and poison.reason == "input_rejected"
+    calls_before = len(model.document_calls)
+    assert service.sweep().windows_poisoned == 0  # never retried
+    assert len(model.document_calls) == calls_before
+
+
+def test_the_sweep_visits_only_orgs_with_semantic_search_on(
+    service: HistoryService, history: InMemoryHistory
+) -> None:
+    service.ingest("acme", conversations(1))
+    service.ingest("globex", conversations(1))
+    assert service.sweep().partitions == 0  # dark launch: the global flag is off
+    on(service)
+    service.set_org_flag("globex", SEMANTIC_SEARCH_FLAG, False)
+    report = service.sweep()
+    assert (report.partitions, report.windows_embedded) == (1, 1)
+    assert {p.org_id for p in history.events.partitions()} == {"acme", "globex"}
+
+
+def test_a_partition_another_sweeper_holds_is_reported_busy(
+    service: HistoryService, history: InMemoryHistory
+) -> None:
+    on(service)
+    service.ingest("acme", conversations(1))
+    history.locks.busy.add(PARTITION)
+    report = service.sweep(wait_for_locks=False)
+    assert (report.partitions_busy, report.windows_embedded) == (1, 0)
+    assert history.locks.sessions == [False]
+
+
+def test_stopping_ends_a_running_pass_between_batches(
+    service: HistoryService, model: FakeModel
+) -> None:
+    on(service)
+    service.ingest("acme", conversations(40, gap_minutes=31))  # more than one batch
+    model.gate = threading.Event()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        running = pool.submit(service.sweep)
+        assert model.entered.wait(5)
+        service.stop_sweeps()
+        model.gate.set()
+        report = running.result(timeout=10)
+    assert 0 < report.windows_embedded < 40  # the batch in flight was finished and kept
+    assert len(model.document_calls) == 1
+
+
+def test_sweep_status_reports_lag_and_the_active_model(
+    service: HistoryService, clock: FakeClock
+) -> None:
+    on(service)
+    service.ingest("acme", conversations(2))
+    before = service.sweep_status("acme")
+    assert (before.model, before.semantic_search) == ("hash:1024", True)
+    (partition,) = before.partitions
+    assert partition.lag_events == 4 and partition.oldest_closed_window_age_seconds is not None
+    service.sweep()
+    (after,) = service.sweep_status("acme").partitions
+    assert (after.lag_events, after.windows_embedded) == (0, 2)
+
+
+# Search ------------------------------------------------------------------------------------
+
+
+def test_full_text_hits_come_first_then_semantic_ones_without_duplicates(
+    service: HistoryService,
+) -> None:
+    on(service)
+    service.ingest(
+        "acme",
+        [
+            chat_message("a1", at(0), "the vpn token expired again"),
+            chat_message("a2", at(1), "who can renew it for me"),
+            chat_message("b1", at(120), "the lunch menu for friday looks great"),
+        ],
+    )
+    service.sweep()
+    result = service.search("acme", HistoryQuery("vpn token", limit=3))
+    assert result.semantic is SemanticState.ON
+    assert result.hits[0].event_id == "a1" and result.hits[0].matched_by is MatchedBy.FTS
+    ids = [h.event_id for h in result.hits]
+    assert len(ids) == len(set(ids)) == 3  # capped at the limit, each event once
+    assert {h.matched_by for h in result.hits[1:]} == {MatchedBy.SEMANTIC}
+
+
+def test_a_failing_model_degrades_search_to_full_text(
+    service: HistoryService, model: FakeModel
+) -> None:
+    on(service)
+    service.ingest("acme", conversations(2))
+    service.sweep()
+    model.down = True
+    result = service.search("acme", HistoryQuery("reset my password"))
+    assert result.semantic is SemanticState.DEGRADED
+    assert result.hits and {h.matched_by for h in result.hits} == {MatchedBy.FTS}
+
+
+@pytest.mark.parametrize(
+    ("global_semantic", "org_semantic", "module", "expected"),
+    [
+        (False, None, None, SemanticState.OFF),
+        (True, None, None, SemanticState.ON),
+        (True, False, None, SemanticState.OFF),
+        (True, None, False, SemanticState.OFF),
+        (False, True, None, SemanticState.OFF),
+    ],
+)
+def test_flag_layers_decide_whether_search_is_semantic(
+    service: HistoryService,
+    model: FakeModel,
+    global_semantic: bool,
+    org_semantic: bool | None,
+    module: bool | None,
+    expected: SemanticState,
+) -> None:
+    service.ingest("acme", conversations(1))
+    service.set_global_flag(SEMANTIC_SEARCH_FLAG, global_semantic)
+    service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, org_semantic)
+    service.set_org_flag("acme", MODULE_FLAG, module)
+    assert service.search("acme", HistoryQuery("password")).semantic is expected
+    assert bool(model.queries) is (expected is SemanticState.ON)
+    assert service.semantic_search("acme") is (expected is SemanticState.ON)
+
+
+def test_an_unknown_flag_is_not_found(service: HistoryService) -> None:
+    with pytest.raises(NotFound):
+        service.set_global_flag("no_such_flag", True)
+
+
+# Retention and models ----------------------------------------------------------------------
+
+
+def test_purge_deletes_events_past_retention_and_their_embeddings(
+    service: HistoryService, history: InMemoryHistory, clock: FakeClock
+) -> None:
+    on(service)
+    clock.now = at(60 * 24 * 11)
+    service.ingest("acme", conversations(2, gap_minutes=60 * 24 * 10))  # day 0 and day 10
+    assert service.sweep().windows_embedded == 2
+    clock.now = at(60 * 24 * 12)
+    service.set_retention("acme", 5)
+    report = service.purge()
+    assert (report.orgs, report.events_deleted, report.embeddings_deleted) == (1, 2, 1)
+    assert history.windows.models() == {"hash:1024": 1}
+    remaining = {h.event_id for h in service.search("acme", HistoryQuery(TALK)).hits}
+    assert remaining == {"c1-0", "c1-1"}  # no purged message comes back, by either half
+
+
+def test_retention_outside_its_range_changes_nothing(service: HistoryService) -> None:
+    with pytest.raises(InvalidInput) as raised:
+        service.set_retention("acme", 0)
+    assert raised.value.field == "days"
+    assert service.retention("acme").is_default
+
+
+def test_drop_model_refuses_the_active_model_and_resets_another(
+    service: HistoryService, history: InMemoryHistory, clock: FakeClock
+) -> None:
+    on(service)
+    service.ingest("acme", conversations(2))
+    service.sweep()
+    with pytest.raises(ActiveModelDrop):
+        service.drop_model("hash:1024")
+    other = HistoryService(
+        history.ports(),
+        FakeModel("ollama:bge-m3", dimensions=1024),
+        clock=clock,
+        query_embed_timeout=2.0,
+        default_retention_days=30,
+    )
+    try:
+        assert other.sweep().windows_embedded == 2
+    finally:
+        other.close()
+    dropped = service.drop_model("ollama:bge-m3:latest")
+    assert (dropped.model, dropped.rows_deleted, dropped.watermarks_reset) == (
+        "ollama:bge-m3",
+        2,
+        1,
+    )
+    assert history.windows.models() == {"hash:1024": 2}
+    assert history.watermarks.get(PARTITION, "ollama:bge-m3").mark.position is None
+
+
+def test_every_call_is_observed_with_its_labels(service: HistoryService, calls: Calls) -> None:
+    service.ingest("acme", conversations(1))
+    service.sweep("acme", trigger="cli")
+    with pytest.raises(InvalidInput):
+        service.set_retention("acme", -1)
+    assert [(c.operation, c.ok) for c in calls.seen] == [
+        ("ingest", True),
+        ("sweep", True),
+        ("set_retention", False),
+    ]
+    assert calls.seen[1].labels == {"trigger": "cli", "org_id": "acme"}
