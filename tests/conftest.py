@@ -1,10 +1,15 @@
 """Shared fixtures: one real PostgreSQL + pgvector cluster per test session, and a fresh
-database per test cloned from a template that already has the `vector` extension."""
+database per test cloned from a template that already has the `vector` extension.
+
+Cloning takes a few hundred milliseconds of server I/O, so a background thread clones the
+next databases while tests run (`ClonedDatabases`): a test takes one that is ready."""
 
 from __future__ import annotations
 
+import queue
 import shutil
 import tempfile
+import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -25,6 +30,62 @@ from memory.infrastructure.postgres.embedded import (
 from memory.infrastructure.settings import Settings
 
 TEMPLATE_DB = "memory_test_template"
+# Databases cloned ahead of the tests that will take them.
+CLONES_AHEAD = 3
+CLONE_WAIT_SECONDS = 120
+
+
+class ClonedDatabases:
+    """Fresh databases cloned from the template by a background thread, `CLONES_AHEAD` at a
+    time, so a test never waits for its clone unless tests outrun the server."""
+
+    def __init__(self, admin_url: str) -> None:
+        self._admin_url = admin_url
+        self._ready: queue.Queue[str | BaseException] = queue.Queue(maxsize=CLONES_AHEAD)
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._clone_ahead, name="clone-ahead", daemon=True)
+        self._thread.start()
+
+    def take(self) -> str:
+        """The name of a new database nobody else uses."""
+        name = self._ready.get(timeout=CLONE_WAIT_SECONDS)
+        if isinstance(name, BaseException):
+            raise name
+        return name
+
+    def drop(self, name: str) -> None:
+        with psycopg.connect(self._admin_url, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+    def stop(self) -> None:
+        """End the thread (clones left over die with the session's cluster)."""
+        self._stopping.set()
+        self._thread.join(CLONE_WAIT_SECONDS)
+
+    def _clone_ahead(self) -> None:
+        try:
+            with psycopg.connect(self._admin_url, autocommit=True) as conn:
+                while not self._stopping.is_set():
+                    name = f"t_{uuid.uuid4().hex[:16]}"
+                    conn.execute(
+                        sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                            sql.Identifier(name), sql.Identifier(TEMPLATE_DB)
+                        )
+                    )
+                    self._put(name)
+        except BaseException as exc:  # surfaces in the test that waits for a database
+            if not self._stopping.is_set():
+                self._put(exc)
+
+    def _put(self, item: str | BaseException) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._ready.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
 
 
 def _server_reachable_dir() -> Path:
@@ -57,23 +118,23 @@ def pg_admin_url() -> Iterator[str]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def cloned_databases(pg_admin_url: str) -> Iterator[ClonedDatabases]:
+    clones = ClonedDatabases(pg_admin_url)
+    try:
+        yield clones
+    finally:
+        clones.stop()
+
+
 @pytest.fixture
-def database_url(pg_admin_url: str) -> Iterator[str]:
+def database_url(pg_admin_url: str, cloned_databases: ClonedDatabases) -> Iterator[str]:
     """A fresh, empty database (with pgvector) for one test; dropped afterwards."""
-    name = f"t_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(name), sql.Identifier(TEMPLATE_DB)
-            )
-        )
+    name = cloned_databases.take()
     try:
         yield with_database(pg_admin_url, name)
     finally:
-        with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+        cloned_databases.drop(name)
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ from memory.domain.time_range import AcceptedTimeRange
 from memory.infrastructure.history.clock import system_clock
 from memory.infrastructure.history.locks import INGEST_LOCK_CLASS
 from memory.infrastructure.history.sql_filters import EMBEDDABLE, event_filters
+from memory.infrastructure.history.watermark_sql import WatermarkPredicates
 from memory.infrastructure.postgres.database import Database
 
 _INSERT = sql.SQL(
@@ -245,31 +246,19 @@ class PostgresChatEventLog:
         """One statement, so one snapshot, for the horizon, the late check and the read
         (docs/adr/0030); the read is empty when late messages wait."""
         params = self._range(_partition_params(partition) | {"limit": limit + 1})
-        late: sql.Composable = sql.SQL("FALSE")
-        after: sql.Composable = sql.SQL("")
-        if mark.position is not None:
-            params |= {
-                "seen_seq": mark.seen_seq,
-                "p_at": mark.position.occurred_at,
-                "p_id": mark.position.event_id,
-            }
-            late = sql.SQL(
-                "EXISTS (SELECT 1 FROM dw_chat_events WHERE {p} AND {e} AND {r}"
-                " AND ingest_seq > %(seen_seq)s"
-                " AND (occurred_at, event_id) <= (%(p_at)s, %(p_id)s))"
-            ).format(p=_PARTITION, e=EMBEDDABLE, r=_IN_RANGE)
-            after = sql.SQL(" AND (occurred_at, event_id) > (%(p_at)s, %(p_id)s)")
+        streams = WatermarkPredicates(mark, params)
         statement = sql.SQL(
             """
             WITH state AS (
                 SELECT (SELECT coalesce(max(ingest_seq), 0) FROM dw_chat_events WHERE {p})
                            AS horizon,
-                       {late} AS late,
+                       EXISTS (SELECT 1 FROM dw_chat_events
+                               WHERE {p} AND {e} AND {r} AND {late}) AS late,
                        EXISTS (SELECT 1 FROM dw_chat_events WHERE {p} AND {out})
                            AS out_of_range),
                  stream AS (
                 SELECT {columns} FROM dw_chat_events
-                WHERE {p} AND {e} AND {r}{after} AND NOT (SELECT late FROM state)
+                WHERE {p} AND {e} AND {r} AND {main} AND NOT (SELECT late FROM state)
                 ORDER BY occurred_at, event_id LIMIT %(limit)s)
             SELECT state.horizon, state.late, state.out_of_range, stream.*
             FROM state LEFT JOIN stream ON TRUE
@@ -280,8 +269,8 @@ class PostgresChatEventLog:
             e=EMBEDDABLE,
             r=_IN_RANGE,
             out=_OUT_OF_RANGE,
-            late=late,
-            after=after,
+            late=streams.late(),
+            main=streams.main_stream(),
             columns=_MESSAGE_COLUMNS,
         )
         with self._db.connection() as conn:
@@ -297,58 +286,22 @@ class PostgresChatEventLog:
     def read_late(
         self, partition: Partition, mark: WatermarkMark, late: LateCatchUp, limit: int
     ) -> PartitionRead:
-        if mark.position is None:
-            raise ValueError("nothing can be late before anything was consumed")
-        params = self._range(_partition_params(partition)) | {
-            "limit": limit + 1,
-            "seen_seq": mark.seen_seq,
-            "horizon": late.horizon_seq,
-            "p_at": mark.position.occurred_at,
-            "p_id": mark.position.event_id,
-        }
-        after = sql.SQL("")
-        if late.cursor is not None:
-            params |= {"c_at": late.cursor.occurred_at, "c_id": late.cursor.event_id}
-            after = sql.SQL(" AND (occurred_at, event_id) > (%(c_at)s, %(c_id)s)")
+        params = self._range(_partition_params(partition)) | {"limit": limit + 1}
+        stream = WatermarkPredicates(mark, params).late_stream(late)
         statement = sql.SQL(
-            "SELECT {columns} FROM dw_chat_events WHERE {p} AND {e} AND {r}"
-            " AND ingest_seq > %(seen_seq)s AND ingest_seq <= %(horizon)s"
-            " AND (occurred_at, event_id) <= (%(p_at)s, %(p_id)s){after}"
+            "SELECT {columns} FROM dw_chat_events WHERE {p} AND {e} AND {r} AND {stream}"
             " ORDER BY occurred_at, event_id LIMIT %(limit)s"
-        ).format(columns=_MESSAGE_COLUMNS, p=_PARTITION, e=EMBEDDABLE, r=_IN_RANGE, after=after)
+        ).format(columns=_MESSAGE_COLUMNS, p=_PARTITION, e=EMBEDDABLE, r=_IN_RANGE, stream=stream)
         with self._db.connection() as conn:
             rows = conn.execute(statement, params).fetchall()
         return _read(rows, limit)
 
     def count_unconsumed(self, partition: Partition, mark: WatermarkMark) -> int:
         params = self._range(_partition_params(partition))
-        condition: sql.Composable
-        if mark.position is None:
-            condition = sql.SQL("TRUE")
-        else:
-            params |= {
-                "seen_seq": mark.seen_seq,
-                "p_at": mark.position.occurred_at,
-                "p_id": mark.position.event_id,
-            }
-            late_done: sql.Composable = sql.SQL("FALSE")
-            if mark.late is not None and mark.late.cursor is not None:
-                params |= {
-                    "horizon": mark.late.horizon_seq,
-                    "c_at": mark.late.cursor.occurred_at,
-                    "c_id": mark.late.cursor.event_id,
-                }
-                late_done = sql.SQL(
-                    "(ingest_seq <= %(horizon)s"
-                    " AND (occurred_at, event_id) <= (%(c_at)s, %(c_id)s))"
-                )
-            condition = sql.SQL(
-                "((occurred_at, event_id) > (%(p_at)s, %(p_id)s)"
-                " OR (ingest_seq > %(seen_seq)s AND NOT {late_done}))"
-            ).format(late_done=late_done)
+        unconsumed = WatermarkPredicates(mark, params).unconsumed()
         statement = sql.SQL(
             "SELECT count(*) AS n FROM dw_chat_events WHERE {p} AND {e} AND {r} AND {c}"
-        ).format(p=_PARTITION, e=EMBEDDABLE, r=_IN_RANGE, c=condition)
+        ).format(p=_PARTITION, e=EMBEDDABLE, r=_IN_RANGE, c=unconsumed)
         with self._db.connection() as conn:
             row = conn.execute(statement, params).fetchone()
         assert row is not None
