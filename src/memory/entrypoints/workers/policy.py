@@ -47,7 +47,13 @@ class PolicyWorkers:
     async def run_projector(self) -> None:
         """Project the active model's rows until cancelled. Raises if processing fails, so
         the supervisor restarts it (it resumes from its recorded position)."""
-        projector = PolicyProjector(self._database, self._model, self._log, progress=self._progress)
+        projector = PolicyProjector(
+            self._database,
+            self._model,
+            self._log,
+            progress=self._progress,
+            shared_log=self._log,
+        )
         try:
             waiting_logged = False
             while not await anyio.to_thread.run_sync(projector.try_start):

@@ -8,6 +8,7 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.utils import get_topic
 
 from memory.application.policy.ports import RecordConflict
@@ -51,6 +52,14 @@ class EventSourcedPolicyLog:
     ) -> EventSourcedPolicyLog:
         env = event_store_env(database_url, wait_seconds=wait_seconds)
         return cls(PolicyApplication(env=env))
+
+    @property
+    def datastore(self) -> PostgresDatastore:
+        """The library pool this log records through (shared with the active projector's
+        view, so a process has one policy pool rather than two)."""
+        recorder = self.app.recorder
+        assert isinstance(recorder, PostgresApplicationRecorder)
+        return recorder.datastore
 
     def get(self, policy_id: PolicyId) -> PolicyEmbedding | None:
         try:

@@ -11,13 +11,19 @@ import logging
 import time
 from collections.abc import Callable
 
+from eventsourcing.persistence import ApplicationRecorder
+from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.projection import BaseProjectionRunner
 from psycopg import errors, sql
 
 from memory.application.embedding import EmbeddingModel
 from memory.application.policy.ports import PolicyLogOutlook, ProjectionBusy, ProjectorFailed
 from memory.application.policy.projection import PolicyEmbeddingsProjection
-from memory.infrastructure.policy.event_store import PolicyApplication, event_store_env
+from memory.infrastructure.policy.event_store import (
+    EventSourcedPolicyLog,
+    PolicyApplication,
+    event_store_env,
+)
 from memory.infrastructure.policy.indexes import ensure_hnsw_index
 from memory.infrastructure.policy.lease import ProjectionLease
 from memory.infrastructure.policy.model_objects import ModelObjects
@@ -43,10 +49,13 @@ class PolicyProjector:
         progress: ProjectionProgress | None = None,
         view_class: type[PostgresPolicyEmbeddingsView] = PostgresPolicyEmbeddingsView,
         index_first: bool = True,
+        shared_log: EventSourcedPolicyLog | None = None,
     ) -> None:
         """`index_first=False` leaves creating the model's HNSW index to the caller: a bulk
         replay inserts rows several times faster without it and builds it once at the end
-        (`reembed` does); a projector serving searches creates it before its first row."""
+        (`reembed` does); a projector serving searches creates it before its first row.
+        `shared_log`: the process's event log, whose library pool the subscription and the
+        view then use too, instead of two pools of the projector's own."""
         self._database = database
         self.model = model
         self._outlook = outlook
@@ -57,6 +66,7 @@ class PolicyProjector:
         self._lease = ProjectionLease(
             database.url, model.identity.id, connect_seconds=database.timeout
         )
+        self._shared_log = shared_log
         self._view: PostgresPolicyEmbeddingsView | None = None
         self._projection: PolicyEmbeddingsProjection | None = None
         self._runner: BaseProjectionRunner[PolicyApplication] | None = None
@@ -94,9 +104,7 @@ class PolicyProjector:
                     ensure_hnsw_index(conn, self.model_id)
             on_commit = None if self._progress is None else self._progress.advance
             view = self._view_class(
-                EventStoreConnection.from_url(
-                    self._database.url, wait_seconds=self._database.timeout
-                ).datastore(),
+                self._view_datastore(),
                 tracking_table_name=self._objects.tracking_table,
                 on_commit=on_commit,
             )
@@ -107,7 +115,7 @@ class PolicyProjector:
             self._projection = PolicyEmbeddingsProjection(view, self.model, self._outlook)
             runner: BaseProjectionRunner[PolicyApplication] = BaseProjectionRunner(
                 projection=self._projection,
-                application_class=PolicyApplication,
+                application_class=self._application_class(),
                 tracking_recorder=view,
                 topics=(),
                 env=event_store_env(self._database.url, wait_seconds=self._database.timeout),
@@ -119,6 +127,30 @@ class PolicyProjector:
             raise
         log.info("policy projector for %s started at position %s", self.model_id, self.position())
         return True
+
+    def _view_datastore(self) -> PostgresDatastore:
+        if self._shared_log is not None:
+            return self._shared_log.datastore
+        return EventStoreConnection.from_url(
+            self._database.url, wait_seconds=self._database.timeout
+        ).datastore()
+
+    def _application_class(self) -> type[PolicyApplication]:
+        """The application the runner constructs to subscribe to the log: with a shared log,
+        one that records through the shared log's recorder (its own library pool is then
+        never opened)."""
+        if self._shared_log is None:
+            return PolicyApplication
+        shared_recorder: ApplicationRecorder = self._shared_log.app.recorder
+
+        class SharedPolicyApplication(PolicyApplication):
+            # The same name: the same tables, settings prefix and tracking key.
+            name = PolicyApplication.name
+
+            def construct_recorder(self) -> ApplicationRecorder:
+                return shared_recorder
+
+        return SharedPolicyApplication
 
     def position(self) -> int | None:
         if self._view is None:
@@ -176,7 +208,8 @@ class PolicyProjector:
                         )
         finally:
             if self._view is not None:
-                self._view.datastore.close()
+                if self._shared_log is None:
+                    self._view.datastore.close()
                 self._view = None
             self._lease.release()
 
