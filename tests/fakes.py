@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 import time
@@ -38,7 +37,7 @@ from memory.application.history.ports import (
 from memory.application.history.service import HistoryPorts
 from memory.application.history.watermarks import SweepWatermarks
 from memory.domain.embedding import EmbeddingVector, ModelIdentity
-from memory.domain.history.chat_event import ChatEvent
+from memory.domain.history.chat_event import EMBEDDABLE_DECISIONS, EVENT_TYPE_MESSAGE, ChatEvent
 from memory.domain.history.conversation import ChatMessage
 from memory.domain.history.feature_flags import FlagLayers
 from memory.domain.history.partition import Partition
@@ -313,7 +312,7 @@ class InMemoryChatEventLog:
 
     def _embeddable(self, partition: Partition) -> list[_Stored]:
         return sorted(
-            (r for r in self._partition(partition) if r.event.is_embeddable),
+            (r for r in self._partition(partition) if _embeddable(r.event)),
             key=lambda r: r.key,
         )
 
@@ -321,6 +320,11 @@ class InMemoryChatEventLog:
     def _is_late(row: _Stored, mark: WatermarkMark) -> bool:
         assert mark.position is not None
         return row.ingest_seq > mark.seen_seq and row.key <= mark.position
+
+
+def _embeddable(event: ChatEvent) -> bool:
+    """The sweep's row filter, as the SQL adapter composes it from the same constants."""
+    return event.event_type == EVENT_TYPE_MESSAGE and event.decision in EMBEDDABLE_DECISIONS
 
 
 def _read(rows: list[_Stored], limit: int) -> PartitionRead:
@@ -380,7 +384,7 @@ class InMemoryWindowEmbeddings:
         self, org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
     ) -> list[WindowMatch]:
         scored = [
-            (_cosine(vector, r.vector), r)
+            (cosine_similarity(vector, r.vector), r)
             for r in self.rows.values()
             if r.org_id == org_id
             and r.model == model
@@ -415,9 +419,12 @@ class InMemoryWindowEmbeddings:
         return len(gone)
 
 
-def _cosine(a: EmbeddingVector, b: EmbeddingVector) -> float:
-    dot = sum(x * y for x, y in zip(a.values, b.values, strict=True))
-    return dot / (math.sqrt(sum(x * x for x in a.values)) * math.sqrt(sum(y * y for y in b.values)))
+def cosine_similarity(a: EmbeddingVector, b: EmbeddingVector) -> float:
+    """What pgvector's `<=>` turns into similarity, for tests that compare vectors."""
+    if a.dimensions != b.dimensions:
+        raise ValueError(f"cannot compare vectors of {a.dimensions} and {b.dimensions} dims")
+    denom = a.norm() * b.norm()
+    return sum(x * y for x, y in zip(a.values, b.values, strict=True)) / denom if denom else 0.0
 
 
 class InMemoryFeatureFlags:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from tests.fakes import cosine_similarity
 
 from memory.application.embedding import InputRejected
 from memory.infrastructure.embedding.local_e5 import (
@@ -58,9 +59,9 @@ def test_a_query_finds_the_same_question_in_other_languages(model: LocalE5Model)
     query = model.embed_query(QUERY)
     malay, chinese, *unrelated = model.embed_documents([MALAY, CHINESE, *UNRELATED])
 
-    best_unrelated = max(query.cosine_similarity(u) for u in unrelated)
-    assert query.cosine_similarity(malay) > best_unrelated
-    assert query.cosine_similarity(chinese) > best_unrelated
+    best_unrelated = max(cosine_similarity(query, u) for u in unrelated)
+    assert cosine_similarity(query, malay) > best_unrelated
+    assert cosine_similarity(query, chinese) > best_unrelated
 
 
 def test_vectors_are_unit_length_with_384_dims(model: LocalE5Model) -> None:

@@ -45,15 +45,6 @@ class EmbeddingVector:
             raise ValueError(f"cannot truncate {self.dimensions} dims to {dimensions}")
         return EmbeddingVector(self.values[:dimensions]).normalised()
 
-    def cosine_similarity(self, other: EmbeddingVector) -> float:
-        if other.dimensions != self.dimensions:
-            raise ValueError(
-                f"cannot compare vectors of {self.dimensions} and {other.dimensions} dims"
-            )
-        dot = sum(a * b for a, b in zip(self.values, other.values, strict=True))
-        denom = self.norm() * other.norm()
-        return dot / denom if denom else 0.0
-
 
 @dataclass(frozen=True, slots=True)
 class ModelIdentity:

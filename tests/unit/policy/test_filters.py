@@ -34,12 +34,12 @@ def test_every_supported_shape_parses() -> None:
         gte=datetime(2026, 1, 1, tzinfo=UTC),
         lt=datetime.fromisoformat("2027-01-01T00:00:00+02:00"),
     )
-    assert not parsed.is_empty
+    assert parsed != SearchFilter()
 
 
 def test_no_filter_is_the_empty_filter() -> None:
-    assert SearchFilter.parse(None).is_empty
-    assert SearchFilter.parse({}).is_empty
+    assert SearchFilter.parse(None) == SearchFilter()
+    assert SearchFilter.parse({}) == SearchFilter()
 
 
 @pytest.mark.parametrize(

@@ -46,10 +46,6 @@ class ChatEvent:
         if self.occurred_at.tzinfo is None:
             raise ValueError("occurred_at must be timezone-aware")
 
-    @property
-    def is_embeddable(self) -> bool:
-        return self.event_type == EVENT_TYPE_MESSAGE and self.decision in EMBEDDABLE_DECISIONS
-
     def partition(self, org_id: str) -> Partition:
         return Partition(org_id, self.provider, self.channel_id)
 

@@ -80,9 +80,6 @@ class WatermarkMark:
         return WatermarkMark(self.position, self.seen_seq, LateCatchUp(self.late.horizon_seq, end))
 
 
-EMPTY_MARK = WatermarkMark(None, 0)
-
-
 @dataclass(frozen=True, slots=True)
 class PartitionRead:
     """One read of a stream of a partition, in time order. `complete` is false when the

@@ -83,10 +83,6 @@ class SearchFilter:
             timestamp=_time_range(data.get("timestamp"), f"{field}.timestamp", accepted),
         )
 
-    @property
-    def is_empty(self) -> bool:
-        return self == SearchFilter()
-
     def canonical(self) -> str:
         """Equal filters give equal text (part of a cursor's search fingerprint)."""
         data: dict[str, Any] = {"source": self.source, "title": self.title}

@@ -44,9 +44,6 @@ class ModelRegistry:
             self._models[key] = self._build(spec)
         return self._models[key]
 
-    def loaded(self) -> list[EmbeddingModel]:
-        return list(self._models.values())
-
     def close(self) -> None:
         for model in self._models.values():
             close = getattr(model, "close", None)

@@ -78,10 +78,6 @@ class PolicyProjector:
         return self.model.identity.id
 
     @property
-    def running(self) -> bool:
-        return self._runner is not None
-
-    @property
     def embedded_texts(self) -> int:
         return 0 if self._projection is None else self._projection.embedded_texts
 

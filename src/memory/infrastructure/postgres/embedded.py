@@ -540,12 +540,3 @@ def create_database(admin_url: str, name: str) -> str:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     return url
-
-
-@contextlib.contextmanager
-def embedded_postgres(home: Path, *, durable: bool = True) -> Iterator[str]:
-    cluster = EmbeddedPostgres(home, durable=durable)
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
