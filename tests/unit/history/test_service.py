@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -329,3 +330,37 @@ def test_every_call_is_observed_with_its_labels(service: HistoryService, calls: 
         ("set_retention", False),
     ]
     assert calls.seen[1].labels == {"trigger": "cli", "org_id": "acme"}
+
+
+@pytest.mark.parametrize(
+    ("field", "change"),
+    [
+        ("events.0.sender", {"sender": " "}),
+        ("events.0.channel_id", {"channel_id": "C\n1"}),
+        ("events.0.provider", {"provider": "Slack!"}),
+        ("events.0.decision", {"decision": "Denied"}),
+        ("events.0.text", {"text": "x" * 32_001}),
+        ("events.0.event_id", {"event_id": ""}),
+    ],
+)
+def test_in_process_ingest_keeps_the_http_rules_and_stores_nothing(
+    service: HistoryService, history: InMemoryHistory, field: str, change: dict[str, str]
+) -> None:
+    with pytest.raises(InvalidInput) as raised:
+        service.ingest(
+            "acme", [chat_message("ok", at(0)), replace(chat_message("b", at(1)), **change)]
+        )
+    assert raised.value.field == field.replace("events.0", "events.1")
+    assert history.events.rows == []
+
+
+def test_an_org_id_is_checked_at_every_door(service: HistoryService) -> None:
+    for call in (
+        lambda: service.ingest("", conversations(1)),
+        lambda: service.search("a b", HistoryQuery("x")),
+        lambda: service.set_retention("../acme", 7),
+        lambda: service.sweep("acme\n"),
+    ):
+        with pytest.raises(InvalidInput) as raised:
+            call()
+        assert raised.value.field == "org_id"

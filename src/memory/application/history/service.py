@@ -40,6 +40,7 @@ from memory.application.history.sweep import Sweeper, SweepProgress, SweepReport
 from memory.application.history.sweep_status import PartitionStatus, SweepStatus
 from memory.application.observer import Observed, ServiceObserver
 from memory.domain.history.chat_event import ChatEvent
+from memory.domain.history.chat_input import check_events, check_org_id
 from memory.domain.history.search import HistoryQuery, HistorySearchResult
 from memory.domain.time_range import DEFAULT_MAX_FUTURE_SKEW
 
@@ -154,12 +155,17 @@ class HistoryService:
     def ingest(self, org_id: str, events: Sequence[ChatEvent]) -> IngestResult:
         """Store 1..1000 events in one transaction (all or nothing); an event id the org
         already has is a duplicate and changes nothing. Never embeds."""
-        return self._observed.run("ingest", lambda: self._ingest(org_id, events))
+
+        def run() -> IngestResult:
+            check_events(events)
+            return self._ingest(check_org_id(org_id), events)
+
+        return self._observed.run("ingest", run)
 
     def search(self, org_id: str, query: HistoryQuery) -> HistorySearchResult:
         """Full-text hits first, then semantic ones when the org's flags allow; `semantic`
         says whether the semantic half ran, was off, or degraded (model down or slow)."""
-        return self._observed.run("search", lambda: self._search(org_id, query))
+        return self._observed.run("search", lambda: self._search(check_org_id(org_id), query))
 
     # The sweep --------------------------------------------------------------------------
 
@@ -178,7 +184,10 @@ class HistoryService:
         return self._observed.run(
             "sweep",
             lambda: self._sweeper.run_pass(
-                org_id, wait_for_locks=wait_for_locks, progress=progress, stop=self._stopping
+                _optional_org(org_id),
+                wait_for_locks=wait_for_locks,
+                progress=progress,
+                stop=self._stopping,
             ),
             **labels,
         )
@@ -187,6 +196,7 @@ class HistoryService:
         """Per partition of the org: watermark, lag, poison windows, stalls."""
 
         def run() -> OrgSweepStatus:
+            check_org_id(org_id)
             return OrgSweepStatus(
                 org_id=org_id,
                 model=self._model_id,
@@ -209,35 +219,43 @@ class HistoryService:
         return self._observed.run("set_global_flag", lambda: self._flags.set_global(flag, enabled))
 
     def org_flags(self, org_id: str) -> list[OrgFlag]:
-        return self._observed.run("org_flags", lambda: self._flags.org_flags(org_id))
+        return self._observed.run("org_flags", lambda: self._flags.org_flags(check_org_id(org_id)))
 
     def org_flag(self, org_id: str, flag: str) -> OrgFlag:
-        return self._observed.run("org_flag", lambda: self._flags.org_flag(org_id, flag))
+        return self._observed.run(
+            "org_flag", lambda: self._flags.org_flag(check_org_id(org_id), flag)
+        )
 
     def set_org_flag(self, org_id: str, flag: str, enabled: bool | None) -> OrgFlag:
         """`enabled=None` removes the org's own value: it follows the global layer again."""
         return self._observed.run(
-            "set_org_flag", lambda: self._flags.set_org(org_id, flag, enabled)
+            "set_org_flag", lambda: self._flags.set_org(check_org_id(org_id), flag, enabled)
         )
 
     def semantic_search(self, org_id: str) -> bool:
         """Whether the org's searches get a semantic half (every flag layer agrees)."""
-        return self._observed.run("semantic_search", lambda: self._flags.semantic_search(org_id))
+        return self._observed.run(
+            "semantic_search", lambda: self._flags.semantic_search(check_org_id(org_id))
+        )
 
     # Retention and models ---------------------------------------------------------------
 
     def retention(self, org_id: str) -> Retention:
-        return self._observed.run("retention", lambda: self._retention.get(org_id))
+        return self._observed.run("retention", lambda: self._retention.get(check_org_id(org_id)))
 
     def set_retention(self, org_id: str, days: int) -> Retention:
         """`InvalidInput` (field `days`) outside 1..3650."""
-        return self._observed.run("set_retention", lambda: self._retention.set(org_id, days))
+        return self._observed.run(
+            "set_retention", lambda: self._retention.set(check_org_id(org_id), days)
+        )
 
     def purge(self, org_id: str | None = None) -> PurgeReport:
         """Delete what is past each org's retention (one org, or all): events and, in the
         same transaction, the embeddings covering them."""
         labels = {} if org_id is None else {"org_id": org_id}
-        return self._observed.run("purge", lambda: self._retention.purge(org_id), **labels)
+        return self._observed.run(
+            "purge", lambda: self._retention.purge(_optional_org(org_id)), **labels
+        )
 
     def drop_model(self, model: str) -> DropReport:
         """Delete a no-longer-active model's embeddings and reset its watermarks. `model`
@@ -268,3 +286,7 @@ class HistoryService:
         self.stop_sweeps()
         self._embedder.close()
         self._full_text_pool.shutdown(wait=True)
+
+
+def _optional_org(org_id: str | None) -> str | None:
+    return None if org_id is None else check_org_id(org_id)

@@ -29,6 +29,7 @@ from memory.domain.history.chat_event import (
     MAX_NAME_CHARS,
     ChatEvent,
 )
+from memory.domain.history.chat_input import KIND_PATTERN, ORG_ID_PATTERN, PROVIDER_PATTERN
 from memory.domain.history.position import SweepPosition
 from memory.domain.history.retention import RETENTION_DAYS_MAX, RETENTION_DAYS_MIN
 from memory.domain.history.search import (
@@ -48,9 +49,6 @@ from memory.entrypoints.http.parsing import (
     validate,
 )
 
-ORG_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
-PROVIDER_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
-KIND_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
