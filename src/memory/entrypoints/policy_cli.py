@@ -67,7 +67,8 @@ def _reembed(args: argparse.Namespace) -> int:
     settings: Settings = args.settings
     try:
         with _policies(settings) as policies:
-            bar = tqdm(desc=f"reembed {args.model}", unit="event", file=sys.stderr)
+            model_id = policies.stored_model_id(args.model)
+            bar = tqdm(desc=f"reembed {model_id}", unit="event", file=sys.stderr)
 
             def progress(position: int | None, head: int | None) -> None:
                 bar.total = head or 0

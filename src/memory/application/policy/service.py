@@ -138,6 +138,11 @@ class PolicyService:
 
         return self._observed.run("models", run)
 
+    def stored_model_id(self, model: str) -> str:
+        """The identity a model spec's rows are stored under (`ollama:bge-m3:latest` is
+        `ollama:bge-m3`; docs/adr/0010)."""
+        return self._models.stored_id(model)
+
     def log_head(self) -> int | None:
         """Notification id of the newest event in the policy log (None: empty)."""
         return self._observed.run("log_head", self._models.head)
