@@ -160,3 +160,28 @@ def test_an_out_of_range_row_is_recorded_once_as_a_poison_event_and_reset_clears
         loaded.skip_poison_event("y", "x", "timestamp")
     loaded.reset()
     assert loaded.poison_events == []
+
+
+def at(minutes: int, event_id: str) -> SweepPosition:
+    return SweepPosition(T.replace(minute=minutes), event_id)
+
+
+def test_the_watermark_moves_its_own_mark_through_main_and_late_streams() -> None:
+    w = new_watermark(P, "hash:1024")
+    w.consume_main(at(10, "e2"), 5, embedded=[uuid.uuid4()], skipped=1)
+    assert w.mark == WatermarkMark(at(10, "e2"), 5)
+    # A late message (ingested as 6, placed before the position) starts a catch-up to 7.
+    w.consume_late(7, at(3, "late1"), caught_up=False, embedded=[uuid.uuid4()], skipped=0)
+    assert w.mark == WatermarkMark(at(10, "e2"), 5, LateCatchUp(7, at(3, "late1")))
+    w.consume_late(7, None, caught_up=True, embedded=(), skipped=0)
+    assert w.mark == WatermarkMark(at(10, "e2"), 7)
+    assert (w.windows_embedded, w.windows_skipped) == (2, 1)
+
+
+def test_the_main_stream_waits_while_a_catch_up_is_in_progress() -> None:
+    w = new_watermark(P, "hash:1024")
+    w.consume_main(at(10, "e2"), 5, embedded=(), skipped=1)
+    w.consume_late(7, at(3, "late1"), caught_up=False, embedded=(), skipped=1)
+    with pytest.raises(ValueError, match="waits"):
+        w.consume_main(at(20, "e3"), 8, embedded=(), skipped=1)
+    assert w.mark.position == at(10, "e2")

@@ -48,7 +48,7 @@ from memory.domain.history.conversation import (
 )
 from memory.domain.history.partition import Partition
 from memory.domain.history.substance import is_substantive
-from memory.domain.history.sweep_plan import SweepPlan, WatermarkMark, plan
+from memory.domain.history.sweep_plan import SweepPlan, plan
 from memory.domain.history.watermark import PoisonEventReason, StallReason, SweepWatermark
 from memory.domain.history.window_identity import window_id
 
@@ -306,10 +306,15 @@ class Sweeper:
             if not main.late_pending:
                 swept = plan(main.read, now=self._clock(), budget=self._budget)
 
-                def main_mark(count: int) -> WatermarkMark:
-                    return mark.after_main(swept.end_after(count), main.horizon_seq)
+                def consume_main(count: int, embedded: list[uuid.UUID], skipped: int) -> None:
+                    watermark.consume_main(
+                        swept.end_after(count),
+                        main.horizon_seq,
+                        embedded=embedded,
+                        skipped=skipped,
+                    )
 
-                self._consume(watermark, swept, main_mark, report, model_down, stop)
+                self._consume(watermark, swept, consume_main, report, model_down, stop)
                 if main.read.complete or not swept.closed:
                     report.windows_open += swept.open_windows
                     return False
@@ -321,31 +326,39 @@ class Sweeper:
         swept = plan(read, now=self._clock(), budget=self._budget)
         if not swept.closed:
             if swept.exhausts_after(0):
-                watermark.advance(mark.after_late(None, caught_up=True), embedded=(), skipped=0)
+                watermark.consume_late(
+                    late.horizon_seq, None, caught_up=True, embedded=(), skipped=0
+                )
                 self._watermarks.store(watermark)
                 return True
             # The newest late window is still open: the main stream waits for it.
             report.windows_open += swept.open_windows
             return False
 
-        def late_mark(count: int) -> WatermarkMark:
-            caught_up = swept.exhausts_after(count)
-            return mark.after_late(swept.end_after(count), caught_up=caught_up)
+        def consume_late(count: int, embedded: list[uuid.UUID], skipped: int) -> None:
+            watermark.consume_late(
+                late.horizon_seq,
+                swept.end_after(count),
+                caught_up=swept.exhausts_after(count),
+                embedded=embedded,
+                skipped=skipped,
+            )
 
-        self._consume(watermark, swept, late_mark, report, model_down, stop)
+        self._consume(watermark, swept, consume_late, report, model_down, stop)
         return True
 
     def _consume(
         self,
         watermark: SweepWatermark,
         swept: SweepPlan,
-        mark_after: Callable[[int], WatermarkMark],
+        consume: Callable[[int, list[uuid.UUID], int], None],
         report: PartitionReport,
         model_down: list[str],
         stop: threading.Event | None,
     ) -> None:
         """Embed, store and advance over the plan's closed windows, one batch at a time: at
-        most `batch_windows` windows and `batch_tokens` tokens (a longer window alone)."""
+        most `batch_windows` windows and `batch_tokens` tokens (a longer window alone).
+        `consume(end, embedded, skipped)` moves the watermark past the first `end`."""
         closed = swept.closed
         start = 0
         while start < len(closed):
@@ -374,7 +387,7 @@ class Sweeper:
                     POISON_REASON,
                 )
             skipped = (end - start) - len(wanted)
-            watermark.advance(mark_after(end), embedded=[e.id for e in embedded], skipped=skipped)
+            consume(end, [e.id for e in embedded], skipped)
             self._watermarks.store(watermark)
             report.windows_embedded += len(embedded)
             report.windows_skipped += skipped

@@ -159,6 +159,32 @@ class SweepWatermark(Aggregate):
             windows_skipped=skipped,
         )
 
+    def consume_main(
+        self,
+        end: SweepPosition,
+        horizon_seq: int,
+        *,
+        embedded: Sequence[uuid.UUID],
+        skipped: int,
+    ) -> None:
+        """Main-stream windows up to `end` consumed, from a read whose snapshot had no late
+        messages and `horizon_seq` as its highest ingest number."""
+        self.advance(self.mark.after_main(end, horizon_seq), embedded=embedded, skipped=skipped)
+
+    def consume_late(
+        self,
+        horizon_seq: int,
+        end: SweepPosition | None,
+        *,
+        caught_up: bool,
+        embedded: Sequence[uuid.UUID],
+        skipped: int,
+    ) -> None:
+        """Late windows up to `end` consumed in the catch-up up to `horizon_seq` (begun now
+        if none is in progress); `caught_up` once the late stream is exhausted."""
+        to = self.mark.begin_late(horizon_seq).after_late(end, caught_up=caught_up)
+        self.advance(to, embedded=embedded, skipped=skipped)
+
     def stall(self, reason: str) -> None:
         """The model failed for every input (transiently or by configuration): nothing is
         consumed, the next pass retries from the same place."""
