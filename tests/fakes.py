@@ -289,7 +289,7 @@ class InMemoryChatEventLog:
         version ever wrote to this log."""
         return []
 
-    def count_stale(self) -> int:
+    def count_stale(self, org_id: str | None = None) -> int:
         """Never stale: this log indexes every event as it stores it."""
         return 0
 
