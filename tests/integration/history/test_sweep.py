@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from memory.application.embedding import ModelMisconfigured, ModelUnavailable
-from memory.application.history.sweep import EMBED_BATCH_WINDOWS, SWEEP_READ_LIMIT, Sweeper
+from memory.application.history.sweep import EMBED_BATCH_WINDOWS, Sweeper
 from memory.domain.history.conversation import WINDOW_MESSAGE_CAP
 from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG
 from memory.domain.history.partition import Partition
@@ -24,11 +24,6 @@ def conversation(kit, clock) -> list:
     tail = (clock.now - kit.T0).total_seconds() / 60 - 10
     events.append(kit.message("d0", tail, "still talking about the password"))
     return events
-
-
-def test_constants() -> None:
-    assert SWEEP_READ_LIMIT == 500
-    assert EMBED_BATCH_WINDOWS == 16
 
 
 def test_backfill_from_an_empty_watermark(make_runtime, kit, clock) -> None:

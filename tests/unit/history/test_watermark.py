@@ -127,7 +127,6 @@ def test_long_lived_watermarks_are_snapshotted_and_load_the_same() -> None:
         SweepWatermarks,
     )
 
-    assert WATERMARK_SNAPSHOT_INTERVAL == 50
     store = SweepWatermarks({"PERSISTENCE_MODULE": "eventsourcing.popo"})
     w = store.get(P, "m")
     w.skip_poison_window(uuid.uuid4(), SweepPosition(T, "e0"), SweepPosition(T, "e0"), 1, "x")

@@ -220,7 +220,6 @@ def test_a_concurrent_update_is_reapplied_to_the_newer_version(
     memory_log.get = get_then_race  # type: ignore[method-assign]
     receipt = cmd.update("p1", "v2 text")
     assert receipt.version == 3
-    assert UPDATE_ATTEMPTS == 3
     assert model.documents == ["v1", "v2 text"]  # embedded once, reused on the retry
     final = real_get(memory_log_pid("p1"))
     assert final is not None
@@ -241,3 +240,33 @@ def test_a_model_of_the_wrong_size_is_refused_at_construction(
             max_content_chars=10,
             wait_timeout=1,
         )
+
+
+def test_an_update_that_keeps_losing_the_race_gives_up_with_a_conflict(
+    memory_log: EventSourcedPolicyLog,
+    counting_model: Callable[..., CountingModel],
+    told_waiter: ToldWaiter,
+) -> None:
+    model = counting_model()
+    cmd = PolicyCommands(memory_log, model, told_waiter, max_content_chars=100, wait_timeout=1)
+    cmd.store("p1", "v1")
+    real_get = memory_log.get
+    races = 0
+
+    def get_then_race(pid: Any) -> PolicyEmbedding | None:
+        nonlocal races
+        aggregate = real_get(pid)
+        other = real_get(pid)
+        assert other is not None
+        races += 1
+        from memory.domain.policy.metadata import PolicyMetadata
+
+        other.update_metadata(PolicyMetadata.parse({"title": f"other writer {races}"}))
+        memory_log.save(other)
+        return aggregate
+
+    memory_log.get = get_then_race  # type: ignore[method-assign]
+    with pytest.raises(AlreadyExists, match="changed concurrently"):
+        cmd.update("p1", "v2 text")
+    assert races == UPDATE_ATTEMPTS  # it tried that often, then told the caller to retry
+    assert model.documents == ["v1", "v2 text"]  # embedded once for all attempts

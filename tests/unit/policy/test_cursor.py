@@ -27,7 +27,6 @@ def test_cursor_is_opaque_url_safe_and_short() -> None:
     token = CursorCodec(KEY).encode(SearchCursor(0.5, uuid4(), "f" * 32))
     assert set(token) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
     assert len(token) < CURSOR_MAX_CHARS
-    assert CURSOR_MAC_BYTES == 16
     assert len(base64.urlsafe_b64decode(token.split(".")[1] + "==")) == CURSOR_MAC_BYTES
 
 

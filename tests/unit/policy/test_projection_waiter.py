@@ -5,7 +5,6 @@ import time
 
 from memory.application.errors import DatabaseUnavailable
 from memory.infrastructure.policy.progress import (
-    TRACKING_POLL_SECONDS,
     ProjectionProgress,
     TrackingWaiter,
 )
@@ -46,11 +45,6 @@ def test_progress_never_moves_backwards() -> None:
     progress.advance(5)
     progress.advance(3)
     assert progress.position == 5
-
-
-def test_poll_interval_keeps_cross_process_waits_short() -> None:
-    # Read-your-writes through another process costs at most one interval of extra latency.
-    assert TRACKING_POLL_SECONDS == 0.25
 
 
 def test_a_database_outage_while_waiting_is_not_searchable_yet_rather_than_a_failure() -> None:
