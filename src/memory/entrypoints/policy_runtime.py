@@ -58,7 +58,7 @@ class PolicyRuntime:
         self.settings = settings
         self.database = database
         self.model = model
-        self.log = EventSourcedPolicyLog.connect(database.url, wait_seconds=database.timeout)
+        self.log = EventSourcedPolicyLog.open(database)
         self.progress = ProjectionProgress()
         model_id = model.identity.id
         waiter = TrackingWaiter(self.progress, lambda: read_tracking_position(database, model_id))

@@ -4,19 +4,13 @@ database as everything else (its own tables, `historysweep_events`)."""
 from __future__ import annotations
 
 from memory.application.history.watermarks import HISTORY_SWEEP_APPLICATION, SweepWatermarks
-from memory.infrastructure.postgres.database import MIGRATION_LOCK_KEY, Database
+from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.postgres.event_store import EventStoreConnection
 
 
 def open_sweep_watermarks(database: Database) -> SweepWatermarks:
     """Construct the application (creating its tables if needed) under the migration lock,
     so processes starting together do not race on the library's DDL."""
-    with database.connection() as conn:
-        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
-        conn.commit()
-        try:
-            connection = EventStoreConnection.from_url(database.url, wait_seconds=database.timeout)
-            return SweepWatermarks(connection.env(HISTORY_SWEEP_APPLICATION))
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
-            conn.commit()
+    with database.migration_lock():
+        connection = EventStoreConnection.from_url(database.url, wait_seconds=database.timeout)
+        return SweepWatermarks(connection.env(HISTORY_SWEEP_APPLICATION))

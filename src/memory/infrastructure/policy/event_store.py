@@ -15,7 +15,7 @@ from memory.application.policy.ports import RecordConflict
 from memory.domain.policy.aggregate import PolicyEmbedding
 from memory.domain.policy.policy_id import PolicyId
 from memory.infrastructure.policy.event_recorder import PolicyEventRecorder
-from memory.infrastructure.postgres.database import DEFAULT_TIMEOUT_SECONDS
+from memory.infrastructure.postgres.database import DEFAULT_TIMEOUT_SECONDS, Database
 from memory.infrastructure.postgres.event_store import EventStoreConnection
 
 CONTENT_TOPICS = frozenset(
@@ -60,6 +60,14 @@ class EventSourcedPolicyLog:
         recorder = self.app.recorder
         assert isinstance(recorder, PostgresApplicationRecorder)
         return recorder.datastore
+
+    @classmethod
+    def open(cls, database: Database) -> EventSourcedPolicyLog:
+        """`connect` for a service process: the library's tables are created under the
+        migration lock, so servers starting together on a fresh database do not race on
+        its `CREATE TYPE`."""
+        with database.migration_lock():
+            return cls.connect(database.url, wait_seconds=database.timeout)
 
     def get(self, policy_id: PolicyId) -> PolicyEmbedding | None:
         try:

@@ -127,6 +127,20 @@ class Database:
             )
             conn.execute("SELECT 1")
 
+    @contextmanager
+    def migration_lock(self) -> Iterator[None]:
+        """Hold the lock migrations take, so that DDL run by a library (the eventsourcing
+        library creates its tables and types when an application is constructed) does not
+        race with another process starting at the same time."""
+        with self.connection() as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
+            conn.commit()
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
+                conn.commit()
+
     def migrate(self) -> list[str]:
         """Apply the package's SQL migrations not yet applied, in name order, each in its own
         transaction, under an advisory lock so concurrent starters do not race. Returns the
