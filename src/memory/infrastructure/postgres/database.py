@@ -36,10 +36,12 @@ DEFAULT_TIMEOUT_SECONDS = 2.0
 # psycopg_pool retries a lost connection in the background with exponential backoff (1, 2, 4,
 # ... s) for `reconnect_timeout` (5 minutes by default), and lets only one attempt grow the
 # pool at a time: after a long outage its next attempt could be minutes away when the
-# database returns. Giving up after a few seconds instead hands reconnection to demand: the
-# next request grows the pool at once, so service resumes as soon as the database is back.
-# Giving up never closes the pool (no `reconnect_failed` callback).
-RECONNECT_GIVE_UP_SECONDS = 5.0
+# database returns. Giving up after a couple of seconds (attempts at once, after 1 s and at
+# 2 s) instead hands reconnection to demand: a pending attempt holds its slot in the pool, so
+# while attempts are pending a full pool cannot grow; once they gave up, the next request
+# grows the pool at once, and service resumes as soon as the database is back. Giving up
+# never closes the pool (no `reconnect_failed` callback).
+RECONNECT_GIVE_UP_SECONDS = 2.0
 
 
 def _configure(conn: psycopg.Connection[object]) -> None:
