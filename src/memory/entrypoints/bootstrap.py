@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from memory.entrypoints.runtime import ContextRuntime
 from memory.infrastructure.embedding.factory import ModelRegistry
 from memory.infrastructure.postgres.database import Database
+from memory.infrastructure.postgres.pool_metrics import POOLS
 from memory.infrastructure.settings import Settings
 
 if TYPE_CHECKING:
@@ -18,6 +19,9 @@ if TYPE_CHECKING:
     from memory.application.policy.service import PolicyService
 
 log = logging.getLogger(__name__)
+
+# The `pool` label of the shared connection pool's metrics.
+SERVICE_POOL = "service"
 
 
 @dataclass
@@ -55,6 +59,7 @@ class Services:
         for ctx in reversed(self.contexts):
             ctx.close()
         self.models.close()
+        POOLS.unregister(SERVICE_POOL, self.database.pool)
         self.database.close()
 
 
@@ -72,6 +77,7 @@ def build_services(
         timeout=settings.database_timeout,
     )
     database.open()
+    POOLS.register(SERVICE_POOL, database.pool)
     services = Services(settings, database, ModelRegistry(settings))
     try:
         applied = database.migrate()

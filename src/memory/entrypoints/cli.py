@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         print(f"memory: invalid configuration:\n{exc}", file=sys.stderr)
         return 2
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     args.settings = settings
     try:
         return int(args.func(args))

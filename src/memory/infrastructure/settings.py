@@ -89,6 +89,8 @@ class Settings(BaseSettings):
     default_retention_days: int = Field(default=30, ge=1)
 
     log_level: str = "INFO"
+    # "auto": JSON lines unless stderr is a terminal; "json" or "text" to force one.
+    log_format: Literal["auto", "json", "text"] = "auto"
 
     @field_validator("log_level")
     @classmethod

@@ -89,6 +89,9 @@ class PartitionReport:
     stalled: str | None = None
     busy: bool = False
     interrupted: str | None = None
+    # Embeddable events the model has not consumed when the pass left the partition (None:
+    # not measured, another sweeper held it).
+    lag_events: int | None = None
 
 
 @dataclass
@@ -103,9 +106,14 @@ class SweepReport:
     partitions_busy: int = 0
     partitions_interrupted: int = 0
     stall_reasons: list[str] = field(default_factory=list)
+    # Per org, the sum of its measured partitions' lag (for aggregate metrics only).
+    org_lag_events: dict[str, int] = field(default_factory=dict)
 
     def add(self, part: PartitionReport) -> None:
         self.partitions += 1
+        if part.lag_events is not None:
+            org = part.partition.org_id
+            self.org_lag_events[org] = self.org_lag_events.get(org, 0) + part.lag_events
         self.windows_embedded += part.windows_embedded
         self.windows_skipped += part.windows_skipped
         self.windows_poisoned += part.windows_poisoned
@@ -259,6 +267,7 @@ class Sweeper:
                 stopped.reason,
                 report.windows_embedded,
             )
+        report.lag_events = self._events.count_unconsumed(partition, watermark.mark)
         return report
 
     def _skip_out_of_range(self, watermark: SweepWatermark, report: PartitionReport) -> None:

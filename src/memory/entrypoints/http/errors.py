@@ -79,7 +79,8 @@ async def handle_embedding_error(request: Request, exc: Exception) -> Response:
         code = "model_misconfigured"
     else:
         code = "input_rejected"
-    log.warning("embedding failed on %s %s: %s", request.method, request.url.path, exc)
+    # The class only (the access line has the route): a server's message may quote the input.
+    log.warning("embedding failed: %s", type(exc).__name__, extra={"model": exc.model_id})
     return JSONResponse(
         error_body(code, str(exc), {"model": exc.model_id}), status, headers=headers
     )

@@ -6,6 +6,7 @@ from memory.application.embedding import EmbeddingModel
 from memory.infrastructure.embedding.circuit_breaker import CircuitBreaker
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 from memory.infrastructure.embedding.local_e5 import LOCAL_E5_NAME, LocalE5Model
+from memory.infrastructure.embedding.measured import MeasuredModel
 from memory.infrastructure.embedding.model_server import ModelServer, RetryPolicy
 from memory.infrastructure.embedding.ollama import OllamaEmbeddingModel
 from memory.infrastructure.embedding.openai_compatible import OpenAICompatibleEmbeddingModel
@@ -31,7 +32,7 @@ def stored_model_id(spec_text: str) -> str:
 
 class ModelRegistry:
     """One adapter per spec for the life of the process, so two contexts configured with the
-    same model share one loaded engine."""
+    same model share one loaded engine. Each is measured (latency, errors, outages)."""
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
@@ -41,7 +42,7 @@ class ModelRegistry:
         spec = ModelSpec.parse(spec_text)
         key = str(spec)
         if key not in self._models:
-            self._models[key] = self._build(spec)
+            self._models[key] = MeasuredModel(self._build(spec))
         return self._models[key]
 
     def close(self) -> None:

@@ -148,11 +148,12 @@ class ModelServer:
                 break  # this failure opened it (or a probe failed): retrying cannot help
             if attempt < attempts:
                 delay = self._policy.delay(attempt, self._unit_random(), outcome.retry_after)
+                # Only the kind of failure: a server's error message may quote the input.
                 logger.warning(
                     "%s: POST %s failed (%s); retry %d of %d in %.2fs",
                     self._model_id,
                     url,
-                    outcome.reason,
+                    outcome.kind,
                     attempt,
                     self._policy.retries,
                     delay,
@@ -225,9 +226,11 @@ class ModelServer:
                 self._model_id, f"{method} {url}: unusable URL ({exc}) (permanent)"
             ) from exc
         except httpx.TimeoutException:
-            return _Transient(f"no answer within {timeout:g}s")
+            return _Transient(f"no answer within {timeout:g}s", kind="timeout")
         except httpx.TransportError as exc:
-            return _Transient(f"cannot reach the server ({type(exc).__name__}: {exc})")
+            return _Transient(
+                f"cannot reach the server ({type(exc).__name__}: {exc})", kind=type(exc).__name__
+            )
 
     def _interpret(self, method: str, url: str, response: httpx.Response) -> _Answer | _Transient:
         status = response.status_code
@@ -242,7 +245,9 @@ class ModelServer:
         message = _error_message(response)
         failure = classify_status(status)
         if failure is Failure.TRANSIENT:
-            return _Transient(f"status {status}: {message}", _retry_after(response))
+            return _Transient(
+                f"status {status}: {message}", _retry_after(response), kind=f"status {status}"
+            )
         text = f"{method} {url} answered {status}: {message} (permanent, not retried)"
         if failure is Failure.INPUT_REJECTED:
             raise InputRejected(self._model_id, text)
@@ -258,6 +263,8 @@ class _Answer:
 class _Transient:
     reason: str
     retry_after: float | None = None
+    # The reason without anything the server said, for logs.
+    kind: str = "transient"
 
 
 def _error_message(response: httpx.Response) -> str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
+
 from prometheus_client import Counter, Gauge, Histogram
 
 from memory.application.history.ingest import IngestResult
@@ -32,6 +35,20 @@ SWEEP_SECONDS = Histogram(
 SWEEP_OPEN_WINDOWS = Gauge(
     "memory_history_sweep_open_windows", "Open windows left after the last sweep pass"
 )
+# Orgs are counted into these lag buckets (cumulative, as Prometheus histograms are): the
+# per-org picture with a fixed number of series however many orgs there are.
+ORG_LAG_BUCKETS = (0, 10, 100, 1_000, 10_000)
+SWEEP_ORGS_BY_LAG = Gauge(
+    "memory_history_sweep_orgs_by_lag",
+    "Orgs with semantic search on whose unconsumed events are at most `le` after their last sweep",
+    ["le"],
+)
+SWEEP_LAG_MAX = Gauge(
+    "memory_history_sweep_lag_events_max", "The largest per-org sweep lag (events)"
+)
+SWEEP_LAG_SUM = Gauge(
+    "memory_history_sweep_lag_events_sum", "Unconsumed events over all swept orgs"
+)
 SEARCHES = Counter(
     "memory_history_searches_total", "History searches by semantic state", ["semantic"]
 )
@@ -43,7 +60,35 @@ def record_ingest(inserted: int, duplicates: int) -> None:
     INGESTED_EVENTS.labels("duplicate").inc(duplicates)
 
 
-def record_sweep(report: SweepReport, seconds: float, trigger: str) -> None:
+class OrgLag:
+    """The last measured lag of each swept org, exported only as aggregates. A pass over
+    all orgs replaces the picture (an org turned off drops out); a one-org pass updates it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lag: dict[str, int] = {}
+
+    def update(self, lag: Mapping[str, int], *, all_orgs: bool) -> None:
+        with self._lock:
+            if all_orgs:
+                self._lag = dict(lag)
+            else:
+                self._lag.update(lag)
+            values = list(self._lag.values())
+        for bound in ORG_LAG_BUCKETS:
+            SWEEP_ORGS_BY_LAG.labels(str(bound)).set(sum(1 for v in values if v <= bound))
+        SWEEP_ORGS_BY_LAG.labels("+Inf").set(len(values))
+        SWEEP_LAG_MAX.set(max(values, default=0))
+        SWEEP_LAG_SUM.set(sum(values))
+
+
+ORG_LAG = OrgLag()
+
+
+def record_sweep(
+    report: SweepReport, seconds: float, trigger: str, *, all_orgs: bool = True
+) -> None:
+    ORG_LAG.update(report.org_lag_events, all_orgs=all_orgs)
     SWEEP_PASSES.labels(trigger).inc()
     SWEEP_SECONDS.observe(seconds)
     SWEEP_WINDOWS.labels("embedded").inc(report.windows_embedded)
@@ -74,6 +119,11 @@ class HistoryMetrics:
         elif isinstance(result, HistorySearchResult):
             record_search(result.semantic)
         elif isinstance(result, SweepReport):
-            record_sweep(result, call.seconds, call.labels.get("trigger", "api"))
+            record_sweep(
+                result,
+                call.seconds,
+                call.labels.get("trigger", "api"),
+                all_orgs="org_id" not in call.labels,
+            )
         elif isinstance(result, PurgeReport):
             record_purge(result)
