@@ -16,7 +16,7 @@ from memory.infrastructure.postgres.embedded import EmbeddedPostgres, free_port
 
 
 def _status(home: Path) -> dict[str, object]:
-    result = memory_cli(home, "db", "status")
+    result = memory_cli(home, "db", "status", "--json")
     body: dict[str, object] = json.loads(result.stdout)
     assert result.returncode == (0 if body["running"] else EXIT_NOT_RUNNING), result.stderr
     return body

@@ -97,13 +97,16 @@ def build_services(
 
 @contextmanager
 def opened(
-    settings: Settings, *, contexts: tuple[str, ...] = ("policy", "history")
+    settings: Settings,
+    *,
+    contexts: tuple[str, ...] = ("policy", "history"),
+    create_home: bool = True,
 ) -> Iterator[Services]:
     """The services on the configured database (or the home's embedded cluster, started and
     stopped around them): what the CLI commands and `memory.api.open` run on."""
     from memory.entrypoints.database_url import database_url
 
-    with database_url(settings) as url:
+    with database_url(settings, create=create_home) as url:
         services = build_services(settings, url, contexts=contexts)
         try:
             yield services

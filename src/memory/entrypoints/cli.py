@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
 import signal
 import sys
@@ -10,9 +11,12 @@ from collections.abc import Sequence
 from types import FrameType
 
 from pydantic import ValidationError
+from tqdm.contrib.logging import logging_redirect_tqdm
 
+from memory.entrypoints import cli_output
+from memory.entrypoints.database_url import HomeHasNoDatabase
 from memory.entrypoints.logging_setup import configure_logging
-from memory.infrastructure.settings import Settings
+from memory.infrastructure.settings import ENV_PREFIX, Settings
 
 log = logging.getLogger("memory")
 
@@ -51,7 +55,12 @@ def _serve(args: argparse.Namespace) -> int:
                 request_shutdown(app)
                 super().handle_exit(sig, frame)
 
-        log.info("serving on http://%s:%d", args.host, args.port)
+        log.info(
+            "serving on http://%s:%d",
+            args.host,
+            args.port,
+            extra={"home": None if settings.database_url else str(settings.home)},
+        )
         # log_config=None: uvicorn's loggers propagate to ours, so everything has one format.
         config = uvicorn.Config(
             app,
@@ -71,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memory", description="Local, multilingual semantic memory on PostgreSQL + pgvector."
     )
+    parser.add_argument("--version", action="version", version=f"memory {memory_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the HTTP API and the background workers")
     serve.add_argument("--host", default="127.0.0.1")
@@ -79,23 +89,67 @@ def build_parser() -> argparse.ArgumentParser:
     db_cli.register(sub)
     policy_cli.register(sub)
     history_cli.register(sub)
+    _add_json_flag(parser)
     return parser
+
+
+def _add_json_flag(parser: argparse.ArgumentParser) -> None:
+    """Every command (each leaf of the tree) takes `--json`: its result as one JSON
+    document on stdout (for `serve`: its log lines as JSON)."""
+    subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subcommands:
+        parser.add_argument(
+            "--json", action="store_true", help="machine-readable output (one JSON document)"
+        )
+        return
+    for action in subcommands:
+        for child in dict(action.choices).values():
+            _add_json_flag(child)
+
+
+def memory_version() -> str:
+    try:
+        return importlib.metadata.version("memory")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def configuration_errors(exc: ValidationError) -> list[str]:
+    """Each problem named by the environment variable an operator sets, not the field."""
+    problems = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else ""
+        variable = f"{ENV_PREFIX}{field.upper()}" if field else "configuration"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        given = error.get("input")
+        shown = f" (got {given!r})" if isinstance(given, str) else ""
+        problems.append(f"{variable}: {message}{shown}")
+    return problems
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    cli_output.use_json(bool(getattr(args, "json", False)))
     try:
         settings = Settings()
     except ValidationError as exc:
-        print(f"memory: invalid configuration:\n{exc}", file=sys.stderr)
+        cli_output.error("invalid configuration:\n  " + "\n  ".join(configuration_errors(exc)))
         return 2
-    configure_logging(settings.log_level, settings.log_format)
+    log_format = "json" if args.command == "serve" and args.json else settings.log_format
+    configure_logging(settings.log_level, log_format)
+    if not settings.database_url and args.command != "serve":
+        log.info("using MEMORY_HOME=%s", settings.home)
     args.settings = settings
     try:
-        return int(args.func(args))
+        # Log lines written during a command go above its progress bar, never through it.
+        with logging_redirect_tqdm():
+            return int(args.func(args))
     except (KeyboardInterrupt, ShutdownRequested):
         return 0
+    except HomeHasNoDatabase as exc:
+        cli_output.error(str(exc))
+        return 2
 
 
 if __name__ == "__main__":

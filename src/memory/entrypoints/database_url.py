@@ -4,19 +4,35 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres
 from memory.infrastructure.settings import Settings
 
 
+class HomeHasNoDatabase(Exception):
+    """An operator command found no cluster under MEMORY_HOME: creating an empty one there
+    would only hide that it runs against the wrong home."""
+
+    def __init__(self, home: Path) -> None:
+        super().__init__(
+            f"no database under MEMORY_HOME={home}: run `memory serve` (or `memory demo`) "
+            "there first, or set MEMORY_HOME to the home that has the data, or "
+            "MEMORY_DATABASE_URL to the database"
+        )
+
+
 @contextmanager
-def database_url(settings: Settings) -> Iterator[str]:
+def database_url(settings: Settings, *, create: bool = True) -> Iterator[str]:
     """Yield a URL. With no configured database, start (or attach to) the embedded cluster
-    under `settings.home` and stop it afterwards if this process started it."""
+    under `settings.home` and stop it afterwards if this process started it. With
+    `create=False` a home without a cluster raises `HomeHasNoDatabase`."""
     if settings.database_url:
         yield settings.database_url
         return
     cluster = EmbeddedPostgres(settings.home)
+    if not create and not cluster.initialised():
+        raise HomeHasNoDatabase(settings.home)
     try:
         yield cluster.start()
     finally:

@@ -8,9 +8,9 @@ of them stops it when it exits; `memory db stop` does (docs/adr/0060).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from memory.entrypoints.cli_output import emit, wants_json
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, EmbeddedPostgresError
 from memory.infrastructure.settings import Settings
 
@@ -31,8 +31,17 @@ def _start(args: argparse.Namespace) -> int:
     except EmbeddedPostgresError as exc:
         print(f"memory db start: {exc}", file=sys.stderr)
         return 1
-    print(cluster.tcp_url if args.tcp else url)
+    _print_url(cluster.tcp_url if args.tcp else url)
     return 0
+
+
+def _print_url(url: str) -> None:
+    """Bare, so that `export MEMORY_DATABASE_URL="$(memory db url)"` works; a JSON document
+    with `--json`."""
+    if wants_json():
+        emit({"url": url})
+    else:
+        print(url)
 
 
 def _stop(args: argparse.Namespace) -> int:
@@ -42,22 +51,23 @@ def _stop(args: argparse.Namespace) -> int:
     except EmbeddedPostgresError as exc:
         print(f"memory db stop: {exc}", file=sys.stderr)
         return 1
-    print("stopped" if stopped else "not running", file=sys.stderr)
+    if wants_json():
+        emit({"stopped": stopped})
+    else:
+        print("stopped" if stopped else "not running", file=sys.stderr)
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
     cluster = _cluster(args)
     status = cluster.status()
-    print(
-        json.dumps(
-            {
-                "running": status.running,
-                "port": status.port,
-                "owner": status.owner,
-                "data_directory": str(cluster.paths.data),
-            }
-        )
+    emit(
+        {
+            "running": status.running,
+            "port": status.port,
+            "owner": status.owner,
+            "data_directory": str(cluster.paths.data),
+        }
     )
     return 0 if status.running else EXIT_NOT_RUNNING
 
@@ -67,7 +77,7 @@ def _url(args: argparse.Namespace) -> int:
     if not cluster.status().running:
         print("memory db url: the cluster is not running (memory db start)", file=sys.stderr)
         return EXIT_NOT_RUNNING
-    print(cluster.tcp_url if args.tcp else cluster.url)
+    _print_url(cluster.tcp_url if args.tcp else cluster.url)
     return 0
 
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import time
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from tqdm import tqdm
 from memory.application.history.service import HistoryService
 from memory.application.history.sweep import PartitionReport
 from memory.domain.errors import DomainError
+from memory.entrypoints.cli_output import emit, error
 from memory.infrastructure.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,28 @@ class _ProgressBar:
             self._bar.close()
 
 
+class _PurgeBar:
+    """A tqdm bar over the orgs a purge visits."""
+
+    def __init__(self) -> None:
+        self._bar: tqdm[Any] | None = None
+        self._events = 0
+
+    def started(self, orgs: int) -> None:
+        self._bar = tqdm(total=orgs, unit="org", desc="purge")
+
+    def org_done(self, org_id: str, events_deleted: int, embeddings_deleted: int) -> None:
+        if self._bar is None:
+            return
+        self._events += events_deleted
+        self._bar.set_postfix(events_deleted=self._events, refresh=False)
+        self._bar.update(1)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
 class _ReindexBar:
     """A tqdm bar over the rows a re-index rewrites."""
 
@@ -67,12 +89,12 @@ class _ReindexBar:
 def _history(settings: Settings) -> Iterator[HistoryService]:
     from memory.entrypoints.bootstrap import opened
 
-    with opened(settings, contexts=("history",)) as services:
+    with opened(settings, contexts=("history",), create_home=False) as services:
         yield services.history
 
 
-def _print(data: dict[str, Any]) -> None:
-    print(json.dumps(data, indent=2, default=str))
+def _print(data: dict[str, Any], title: str | None = None) -> None:
+    emit(data, title=title)
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -92,7 +114,11 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def _purge(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
-        report = history.purge(args.org)
+        bar = _PurgeBar()
+        try:
+            report = history.purge(args.org, observer=bar)
+        finally:
+            bar.close()
         _print(
             {
                 "orgs": report.orgs,
@@ -108,7 +134,7 @@ def _drop_model(args: argparse.Namespace) -> int:
         try:
             report = history.drop_model(args.model)
         except DomainError as exc:
-            print(f"memory: {exc.message}")
+            error(exc.message)
             return 2
         _print(
             {
@@ -128,7 +154,7 @@ def _retention(args: argparse.Namespace) -> int:
             else:
                 found = history.retention(args.org)
         except DomainError as exc:
-            print(f"memory: {exc.message}")
+            error(exc.message)
             return 2
         _print({"org_id": found.org_id, "days": found.days, "default": found.is_default})
     return 0

@@ -2,7 +2,8 @@
 
 memory policies reembed --model SPEC [--rebuild]   replay the log into SPEC's rows
 memory policies drop-model SPEC                    delete another model's rows
-memory policies status                             models, rows, projection positions
+memory policies status                             models, rows, projection positions,
+                                                   tracking tables a failed re-embed left
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from memory.application.policy.ports import ProjectorFailed
 from memory.application.policy.service import PolicyService
 from memory.domain.errors import DomainError, InvalidInput
+from memory.entrypoints.cli_output import emit, error
 from memory.infrastructure.settings import Settings
 
 
@@ -46,7 +48,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "drop-model",
         help="delete the rows, index and position of a model that is not the active one",
     )
-    drop.add_argument("model", help="model id as stored, e.g. local:multilingual-e5-small")
+    drop.add_argument(
+        "model",
+        help="model id as stored, e.g. local:multilingual-e5-small, or the name of a tracking"
+        " table `memory policies status` lists as untied",
+    )
     drop.set_defaults(func=_drop_model)
 
     status = commands.add_parser("status", help="models in the read model and their positions")
@@ -57,7 +63,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 def _policies(settings: Settings) -> Iterator[PolicyService]:
     from memory.entrypoints.bootstrap import opened
 
-    with opened(settings, contexts=("policy",)) as services:
+    with opened(settings, contexts=("policy",), create_home=False) as services:
         yield services.policy
 
 
@@ -80,18 +86,27 @@ def _reembed(args: argparse.Namespace) -> int:
             finally:
                 bar.close()
     except ProjectorFailed as exc:
-        print(f"memory: {exc}\nrun the same command again to resume", file=sys.stderr)
+        error(f"{exc}\nrun the same command again to resume")
         return 1
     except DomainError as exc:
-        print(f"memory: {_reason(exc)}", file=sys.stderr)
+        error(_reason(exc))
         return 2
     except KeyboardInterrupt:
-        print("memory: interrupted; run the same command again to resume", file=sys.stderr)
+        error("interrupted; run the same command again to resume")
         return 130
-    print(
-        f"{report.model}: projected up to event {report.reached} of {report.head}, "
-        f"{report.texts_embedded} texts embedded"
-        + (f", {report.rows_removed} old rows removed first" if args.rebuild else "")
+    emit(
+        {
+            "model": report.model,
+            "reached": report.reached,
+            "head": report.head,
+            "texts_embedded": report.texts_embedded,
+            "rows_removed": report.rows_removed,
+        },
+        title=(
+            f"{report.model}: projected up to event {report.reached} of {report.head}, "
+            f"{report.texts_embedded} texts embedded"
+            + (f", {report.rows_removed} old rows removed first" if args.rebuild else "")
+        ),
     )
     return 0
 
@@ -101,19 +116,48 @@ def _drop_model(args: argparse.Namespace) -> int:
         try:
             model_id, deleted = policies.drop_model(args.model)
         except DomainError as exc:
-            print(f"memory: {_reason(exc)}", file=sys.stderr)
+            error(_reason(exc))
             return 2
-    print(f"{model_id}: dropped {deleted} rows, its index and its projection position")
+    emit(
+        {"model": model_id, "rows_deleted": deleted},
+        title=f"{model_id}: dropped {deleted} rows, its index and its projection position",
+    )
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
     with _policies(args.settings) as policies:
-        print(f"event log head: {policies.log_head()}")
-        for stored in policies.models():
-            marker = " (active)" if stored.active else ""
-            print(f"{stored.model}{marker}: {stored.rows} rows, projected up to {stored.position}")
+        head = policies.log_head()
+        models = policies.models()
+        untied = policies.untied_tracking_tables()
+    emit(
+        {
+            "event_log_head": head,
+            "models": [
+                {
+                    "model": m.model,
+                    "active": m.active,
+                    "rows": m.rows,
+                    "position": m.position,
+                    # A table without rows: a re-embed stopped before its first row.
+                    "note": _note(m.rows, m.active, m.position),
+                }
+                for m in models
+            ],
+            "untied_tracking_tables": untied,
+        }
+    )
     return 0
+
+
+def _note(rows: int, active: bool, position: int | None) -> str:
+    if active:
+        return "active"
+    if rows == 0 and position is not None:
+        return "re-embed stopped before its first row; drop-model removes it"
+    if rows == 0:
+        return "tracking table only; drop-model removes it"
+    return ""
 
 
 def _reason(exc: DomainError) -> str:

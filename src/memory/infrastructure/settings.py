@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -14,15 +15,25 @@ from memory.infrastructure.embedding.circuit_breaker import (
 )
 
 DEFAULT_LOCAL_MODEL = "local:multilingual-e5-small"
+ENV_PREFIX = "MEMORY_"
+
+
+def default_home() -> Path:
+    """An absolute place, the same from every working directory (so a command run elsewhere
+    finds the cluster `memory serve` made): $XDG_DATA_HOME/memory, else
+    ~/.local/share/memory."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "memory"
 
 
 class Settings(BaseSettings):
     """Every knob of the service. Field docs are the configuration reference in the README."""
 
-    model_config = SettingsConfigDict(env_prefix="MEMORY_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
 
-    # Where the embedded PostgreSQL cluster lives when no database URL is given.
-    home: Path = Path(".memory")
+    # Where the embedded PostgreSQL cluster lives when no database URL is given; a relative
+    # MEMORY_HOME is resolved once, against the directory the process started in.
+    home: Path = Field(default_factory=default_home)
     # libpq URL of an existing database; when unset, an embedded cluster under `home` is used.
     database_url: str | None = None
     pool_min_size: int = Field(default=2, ge=1)
@@ -91,6 +102,11 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     # "auto": JSON lines unless stderr is a terminal; "json" or "text" to force one.
     log_format: Literal["auto", "json", "text"] = "auto"
+
+    @field_validator("home")
+    @classmethod
+    def _absolute_home(cls, value: Path) -> Path:
+        return value.expanduser().absolute()
 
     @field_validator("log_level")
     @classmethod

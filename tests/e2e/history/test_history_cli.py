@@ -30,7 +30,7 @@ def cli_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
+    code = main([*argv, "--json"])
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -106,7 +106,8 @@ def test_retention_and_purge_commands(cli_env: str, capsys) -> None:
     assert code == 2
     code, out, _ = run(capsys, "history", "retention", "acme", "--days", "1")
     assert json.loads(out)["days"] == 1
-    code, out, _ = run(capsys, "purge")
+    code, out, err = run(capsys, "purge")
+    assert "purge: 100%" in err and "2/2" in err  # the progress bar, over the orgs
     assert json.loads(out) == {"orgs": 2, "events_deleted": 0, "embeddings_deleted": 0}
     with psycopg.connect(cli_env) as conn:
         conn.execute("UPDATE dw_chat_events SET occurred_at = occurred_at - interval '2 days'")

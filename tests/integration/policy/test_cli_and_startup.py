@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import logging
+import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +18,7 @@ from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.policy.projector import PolicyProjector
 from memory.infrastructure.policy.reembed import reembed
 from memory.infrastructure.postgres.database import Database
+from memory.infrastructure.postgres.embedded import free_port
 from memory.infrastructure.settings import Settings
 
 MakeRuntime = Callable[..., PolicyRuntime]
@@ -22,11 +26,17 @@ StartProjector = Callable[..., PolicyProjector]
 
 
 @pytest.fixture
-def cli_env(monkeypatch: pytest.MonkeyPatch, database_url: str) -> Callable[..., int]:
+def cli_env(monkeypatch: pytest.MonkeyPatch, database_url: str) -> Iterator[Callable[..., int]]:
     monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
     monkeypatch.setenv("MEMORY_POLICY_MODEL", "hash:384")
     monkeypatch.setenv("MEMORY_HISTORY_MODEL", "hash:1024")
-    return lambda *argv: cli.main(list(argv))
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield lambda *argv: cli.main(list(argv))
+    finally:  # the command's log handler writes to a captured stream that pytest closes
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 def test_reembed_shows_progress_and_drop_model_refuses_the_active_model(
@@ -52,15 +62,19 @@ def test_reembed_shows_progress_and_drop_model_refuses_the_active_model(
     assert "active policy model" in capsys.readouterr().err
 
     reembed(policy_db, test_model("test:other@384"), runtime.log)
+    assert cli_env("policies", "status", "--json") == 0
+    status = json.loads(capsys.readouterr().out)
+    models = {m["model"]: (m["active"], m["rows"], m["position"]) for m in status["models"]}
+    assert models == {"hash:384": (True, 5, 5), "test:other@384": (False, 5, 5)}
     assert cli_env("policies", "status") == 0
-    status = capsys.readouterr().out
-    assert "hash:384 (active): 5 rows, projected up to 5" in status
-    assert "test:other@384: 5 rows, projected up to 5" in status
+    readable = capsys.readouterr().out
+    assert re.search(r"event log head: +5", readable)
+    assert re.search(r"test:other@384 +no +5 +5", readable)
 
     assert cli_env("policies", "drop-model", "test:other@384") == 0
     assert "dropped 5 rows" in capsys.readouterr().out
     assert cli_env("policies", "drop-model", "test:other@384") == 2
-    assert "no rows for model test:other@384" in capsys.readouterr().err
+    assert "no rows or tracking table for model test:other@384" in capsys.readouterr().err
 
 
 def test_reembed_refuses_a_model_of_another_size_and_a_busy_model(
@@ -115,3 +129,33 @@ def test_drop_model_compares_canonical_model_ids(
     monkeypatch.setenv("MEMORY_POLICY_MODEL", "ollama:embeddinggemma@384")
     assert cli_env("policies", "drop-model", "ollama:embeddinggemma:latest@384") == 2
     assert "ollama:embeddinggemma@384 is the active policy model" in capsys.readouterr().err
+
+
+def test_status_lists_and_drop_model_removes_what_a_failed_reembed_left(
+    cli_env: Callable[..., int],
+    make_runtime: MakeRuntime,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    runtime = make_runtime(projection_wait_timeout=0)
+    runtime.commands.store_many([NewPolicy(f"p{i}", f"text {i}") for i in range(2)])
+    monkeypatch.setenv("MEMORY_OLLAMA_URL", f"http://127.0.0.1:{free_port()}")  # refused
+    monkeypatch.setenv("MEMORY_MODEL_RETRIES", "0")
+    assert cli_env("policies", "reembed", "--model", "ollama:embeddinggemma@384") == 1
+    assert "run the same command again to resume" in capsys.readouterr().err
+
+    assert cli_env("policies", "status", "--json") == 0
+    models = {m["model"]: m for m in json.loads(capsys.readouterr().out)["models"]}
+    left = models["ollama:embeddinggemma@384"]
+    assert (left["rows"], left["active"]) == (0, False)
+    assert "drop-model removes it" in left["note"]
+
+    assert cli_env("policies", "drop-model", "ollama:embeddinggemma@384", "--json") == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "model": "ollama:embeddinggemma@384",
+        "rows_deleted": 0,
+    }
+    assert cli_env("policies", "status", "--json") == 0
+    status = json.loads(capsys.readouterr().out)
+    assert [m["model"] for m in status["models"]] == ["hash:384"]
+    assert status["untied_tracking_tables"] == []

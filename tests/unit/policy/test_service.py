@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -10,7 +10,12 @@ from prometheus_client import REGISTRY
 
 from memory.application.observer import ServiceCall
 from memory.application.policy.commands import PolicyCommands
-from memory.application.policy.ports import ReembedProgress, ReembedReport, ResultRows
+from memory.application.policy.ports import (
+    ReembedProgress,
+    ReembedReport,
+    ResultRows,
+    TrackingTable,
+)
 from memory.application.policy.queries import PolicyQueries
 from memory.application.policy.service import PolicyService
 from memory.domain.active_model import ActiveModelDrop
@@ -36,6 +41,8 @@ class ModelRows:
     def __init__(self, rows: dict[str, int]) -> None:
         self.rows = dict(rows)
         self.dropped: list[str] = []
+        # Tables without rows: a re-embed that failed before its first row.
+        self.tables: list[TrackingTable] = []
 
     def stored_id(self, spec: str) -> str:
         return spec.strip().removesuffix(":latest")
@@ -51,7 +58,15 @@ class ModelRows:
 
     def drop(self, model_id: str) -> int:
         self.dropped.append(model_id)
-        return self.rows.pop(model_id)
+        self.tables = [t for t in self.tables if t.model != model_id]
+        return self.rows.pop(model_id, 0)
+
+    def tracking_tables(self, known_models: Sequence[str]) -> list[TrackingTable]:
+        return [TrackingTable(f"t_{m}", m) for m in self.rows] + self.tables
+
+    def drop_tracking_table(self, table: str) -> None:
+        self.dropped.append(table)
+        self.tables = [t for t in self.tables if t.table != table]
 
     def reembed(
         self, spec: str, *, rebuild: bool, on_progress: ReembedProgress | None
@@ -143,7 +158,7 @@ def test_drop_model_refuses_the_active_model_and_unknown_ones(
     svc, _, rows = service
     with pytest.raises(ActiveModelDrop, match="hash:384 is the active policy model"):
         svc.drop_model(" hash:384 ")
-    with pytest.raises(NotFound, match="no rows for model other"):
+    with pytest.raises(NotFound, match="no rows or tracking table for model other"):
         svc.drop_model("other")
     assert rows.dropped == []
     assert svc.drop_model("ollama:bge-m3:latest") == ("ollama:bge-m3", 2)
@@ -157,3 +172,23 @@ def test_models_lists_stored_ones_and_the_active_one(
     rows.rows = {"ollama:bge-m3": 4}
     listed = {(m.model, m.rows, m.position, m.active) for m in svc.models()}
     assert listed == {("hash:384", 0, None, True), ("ollama:bge-m3", 4, 7, False)}
+
+
+def test_tracking_tables_a_failed_reembed_left_are_listed_and_dropped(
+    service: tuple[PolicyService, Recorder, ModelRows],
+) -> None:
+    svc, _, rows = service
+    rows.tables = [
+        TrackingTable("policy_projection_x_tracking", "ollama:failed"),
+        TrackingTable("policy_projection_old_tracking", None),
+    ]
+    listed = {m.model: m.rows for m in svc.models()}
+    assert listed["ollama:failed"] == 0
+    assert svc.untied_tracking_tables() == ["policy_projection_old_tracking"]
+    assert svc.drop_model("ollama:failed") == ("ollama:failed", 0)
+    assert svc.drop_model("policy_projection_old_tracking") == (
+        "policy_projection_old_tracking",
+        0,
+    )
+    assert rows.tables == []
+    assert "ollama:failed" not in {m.model for m in svc.models()}

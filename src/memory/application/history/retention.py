@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from memory.application.history.ports import Clock, RetentionStore
 from memory.domain.errors import InvalidInput
@@ -30,6 +31,14 @@ class PurgeReport:
     per_org: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
+class PurgeObserver(Protocol):
+    """Hears a purge's progress (the CLI's progress bar)."""
+
+    def started(self, orgs: int) -> None: ...
+
+    def org_done(self, org_id: str, events_deleted: int, embeddings_deleted: int) -> None: ...
+
+
 class HistoryRetention:
     def __init__(self, store: RetentionStore, *, default_days: int, clock: Clock) -> None:
         self._store = store
@@ -52,7 +61,9 @@ class HistoryRetention:
         self._store.set_days(org_id, days)
         return self.get(org_id)
 
-    def purge(self, org_id: str | None = None) -> PurgeReport:
+    def purge(
+        self, org_id: str | None = None, observer: PurgeObserver | None = None
+    ) -> PurgeReport:
         """Delete what is past each org's retention: events and, in the same transaction,
         the embedding rows that cover them. Rows outside the accepted time range count as
         expired: a year-10000 instant is never past any cutoff (docs/adr/0041)."""
@@ -60,6 +71,8 @@ class HistoryRetention:
         orgs = [org_id] if org_id is not None else self._store.orgs_with_events()
         now = self._clock()
         stored = AcceptedTimeRange.for_stored_rows(now)
+        if observer is not None:
+            observer.started(len(orgs))
         for org in orgs:
             cutoff = retention_cutoff(now, self.get(org).days)
             events, rows = self._store.purge(org, cutoff, stored)
@@ -67,4 +80,6 @@ class HistoryRetention:
             report.events_deleted += events
             report.embeddings_deleted += rows
             report.per_org[org] = (events, rows)
+            if observer is not None:
+                observer.org_done(org, events, rows)
         return report

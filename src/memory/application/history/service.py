@@ -34,7 +34,12 @@ from memory.application.history.reindex import (
     ReindexObserver,
     ReindexReport,
 )
-from memory.application.history.retention import HistoryRetention, PurgeReport, Retention
+from memory.application.history.retention import (
+    HistoryRetention,
+    PurgeObserver,
+    PurgeReport,
+    Retention,
+)
 from memory.application.history.search import SearchHistory
 from memory.application.history.sweep import Sweeper, SweepProgress, SweepReport
 from memory.application.history.sweep_status import PartitionStatus, SweepStatus
@@ -249,12 +254,14 @@ class HistoryService:
             "set_retention", lambda: self._retention.set(check_org_id(org_id), days)
         )
 
-    def purge(self, org_id: str | None = None) -> PurgeReport:
+    def purge(
+        self, org_id: str | None = None, *, observer: PurgeObserver | None = None
+    ) -> PurgeReport:
         """Delete what is past each org's retention (one org, or all): events and, in the
-        same transaction, the embeddings covering them."""
+        same transaction, the embeddings covering them. `observer` hears each org done."""
         labels = {} if org_id is None else {"org_id": org_id}
         return self._observed.run(
-            "purge", lambda: self._retention.purge(_optional_org(org_id)), **labels
+            "purge", lambda: self._retention.purge(_optional_org(org_id), observer), **labels
         )
 
     def drop_model(self, model: str) -> DropReport:

@@ -116,6 +116,15 @@ class StoredModel:
     active: bool
 
 
+@dataclass(frozen=True, slots=True)
+class TrackingTable:
+    """A projection's tracking table. `model` is None when the table cannot be tied to a
+    model: one a re-embed left behind before tables were labelled with their model."""
+
+    table: str
+    model: str | None
+
+
 # (position reached, log head the replay runs to); both None for an empty log.
 ReembedProgress = Callable[[int | None, int | None], None]
 
@@ -138,6 +147,15 @@ class PolicyModelStore(Protocol):
     def drop(self, model_id: str) -> int:
         """Delete the model's rows, index and position; the number of rows. Raises
         `ProjectionBusy` while its projector runs."""
+        ...
+
+    def tracking_tables(self, known_models: Sequence[str]) -> list[TrackingTable]:
+        """Every projection tracking table in the database, each tied to its model where
+        possible (`known_models` names models whose tables may predate the label)."""
+        ...
+
+    def drop_tracking_table(self, table: str) -> None:
+        """Drop a tracking table no model can be tied to."""
         ...
 
     def reembed(

@@ -122,10 +122,13 @@ class PolicyService:
     # Model operations -------------------------------------------------------------------
 
     def models(self) -> list[StoredModel]:
-        """Every model with rows, and the active one, with their projection positions."""
+        """Every model with rows or a tracking table (a re-embed that failed before its
+        first row leaves only the table), and the active one, with their positions."""
 
         def run() -> list[StoredModel]:
             rows = self._models.rows_per_model()
+            known = sorted(set(rows) | {self._active_model})
+            tracked = {t.model for t in self._models.tracking_tables(known) if t.model}
             return [
                 StoredModel(
                     model=model_id,
@@ -133,7 +136,7 @@ class PolicyService:
                     position=self._models.position(model_id),
                     active=model_id == self._active_model,
                 )
-                for model_id in sorted(set(rows) | {self._active_model})
+                for model_id in sorted(set(known) | tracked)
             ]
 
         return self._observed.run("models", run)
@@ -142,6 +145,16 @@ class PolicyService:
         """The identity a model spec's rows are stored under (`ollama:bge-m3:latest` is
         `ollama:bge-m3`; docs/adr/0010)."""
         return self._models.stored_id(model)
+
+    def untied_tracking_tables(self) -> list[str]:
+        """Tracking tables no model can be tied to (left by a re-embed before tables were
+        labelled): `drop_model(table name)` removes one."""
+
+        def run() -> list[str]:
+            known = sorted(set(self._models.rows_per_model()) | {self._active_model})
+            return [t.table for t in self._models.tracking_tables(known) if t.model is None]
+
+        return self._observed.run("tracking_tables", run)
 
     def log_head(self) -> int | None:
         """Notification id of the newest event in the policy log (None: empty)."""
@@ -159,18 +172,25 @@ class PolicyService:
 
     def drop_model(self, model: str) -> tuple[str, int]:
         """Delete another model's rows, index and position: (its stored id, rows deleted).
-        Refuses the active model (`ActiveModelDrop`); `NotFound` when it has no rows."""
+        Also takes the name of a tracking table no model is tied to, and drops it. Refuses
+        the active model (`ActiveModelDrop`); `NotFound` when it has neither rows nor a
+        tracking table."""
 
         def run() -> tuple[str, int]:
+            stored = self._models.rows_per_model()
+            known = sorted(set(stored) | {self._active_model})
+            tables = self._models.tracking_tables(known)
+            if any(t.table == model and t.model is None for t in tables):
+                self._models.drop_tracking_table(model)
+                return model, 0
             model_id = self._models.stored_id(model)
             refuse_dropping_active(
                 model_id, self._active_model, context=CONTEXT, setting=ACTIVE_MODEL_SETTING
             )
-            stored = self._models.rows_per_model()
-            if model_id not in stored:
-                known = ", ".join(stored) or "none"
+            if model_id not in stored and not any(t.model == model_id for t in tables):
+                known_text = ", ".join(stored) or "none"
                 raise NotFound(
-                    f"no rows for model {model_id} (stored: {known})",
+                    f"no rows or tracking table for model {model_id} (stored: {known_text})",
                     details={"model": model_id, "stored": sorted(stored)},
                 )
             return model_id, self._models.drop(model_id)

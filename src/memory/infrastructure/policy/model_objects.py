@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 # Leaves room for the fixed parts within PostgreSQL's 63-byte identifier limit.
 SLUG_MAX_CHARS = 24
+# Every tracking table's name has this form (LIKE pattern; `_` escaped).
+TRACKING_TABLE_LIKE = r"policy\_projection\_%\_tracking"
+TRACKING_TABLE_PATTERN = re.compile(r"policy_projection_[a-z0-9_]+_tracking")
 # Namespace of the advisory locks held by policy projectors (any constant works, as long as
 # no other lock in this database uses it): the ASCII bytes of "pol-proj".
 LEASE_NAMESPACE = 0x706F6C2D70726F6A

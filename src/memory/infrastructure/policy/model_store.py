@@ -3,10 +3,10 @@ dropping a model and replaying the log for one (a model swap)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from memory.application.embedding import EmbeddingModel
-from memory.application.policy.ports import ReembedProgress, ReembedReport
+from memory.application.policy.ports import ReembedProgress, ReembedReport, TrackingTable
 from memory.domain.errors import InvalidInput
 from memory.infrastructure.embedding.factory import stored_model_id
 from memory.infrastructure.embedding.spec import InvalidModelSpec
@@ -43,6 +43,12 @@ class PostgresPolicyModelStore:
 
     def drop(self, model_id: str) -> int:
         return self._admin.drop(model_id)
+
+    def tracking_tables(self, known_models: Sequence[str]) -> list[TrackingTable]:
+        return self._admin.tracking_tables(known_models)
+
+    def drop_tracking_table(self, table: str) -> None:
+        self._admin.drop_tracking_table(table)
 
     def reembed(
         self, spec: str, *, rebuild: bool, on_progress: ReembedProgress | None

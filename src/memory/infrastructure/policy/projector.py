@@ -26,6 +26,7 @@ from memory.infrastructure.policy.event_store import (
 )
 from memory.infrastructure.policy.indexes import ensure_hnsw_index
 from memory.infrastructure.policy.lease import ProjectionLease
+from memory.infrastructure.policy.model_admin import label_tracking_table
 from memory.infrastructure.policy.model_objects import ModelObjects
 from memory.infrastructure.policy.progress import ProjectionProgress
 from memory.infrastructure.policy.view import PostgresPolicyEmbeddingsView
@@ -106,6 +107,8 @@ class PolicyProjector:
             )
             self._view = view
             view.create_table()
+            with self._database.connection() as conn:
+                label_tracking_table(conn, self.model_id)
             # Read before the runner's thread starts, which may process events at once.
             self.started_at = view.max_tracking_id(PolicyApplication.name)
             self._projection = PolicyEmbeddingsProjection(view, self.model, self._outlook)

@@ -159,6 +159,10 @@ class EmbeddedPostgres:
         self._fixed_port = port
         self._port: int | None = None
 
+    def initialised(self) -> bool:
+        """Whether the home has a cluster (initdb ran), running or not."""
+        return (self.paths.data / "PG_VERSION").exists()
+
     def running(self) -> bool:
         """Whether a server runs on this home's data directory (`pg_ctl status`)."""
         return self._running_port() is not None
