@@ -9,6 +9,7 @@ import pytest
 from memory.application.embedding import ModelMisconfigured
 from memory.infrastructure.embedding.factory import ModelRegistry
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
+from memory.infrastructure.embedding.measured import MeasuredModel
 from memory.infrastructure.embedding.ollama import OllamaEmbeddingModel
 from memory.infrastructure.embedding.openai_compatible import OpenAICompatibleEmbeddingModel
 from memory.infrastructure.embedding.spec import InvalidModelSpec
@@ -22,11 +23,15 @@ def test_each_provider_gets_its_adapter(make_settings: Callable[..., Settings]) 
         openai = registry.get("openai:intfloat/multilingual-e5-small")
         hashed = registry.get("hash:64")
 
-        assert isinstance(ollama, OllamaEmbeddingModel)
+        # Each adapter is wrapped to be measured (ADR 0066).
+        assert isinstance(ollama, MeasuredModel)
+        assert isinstance(openai, MeasuredModel)
+        assert isinstance(hashed, MeasuredModel)
+        assert isinstance(ollama.inner, OllamaEmbeddingModel)
         assert ollama.identity.id == "ollama:embeddinggemma@384"
-        assert isinstance(openai, OpenAICompatibleEmbeddingModel)
+        assert isinstance(openai.inner, OpenAICompatibleEmbeddingModel)
         assert openai.identity.dimensions == 384
-        assert isinstance(hashed, HashEmbeddingModel)
+        assert isinstance(hashed.inner, HashEmbeddingModel)
         assert registry.get(" ollama:embeddinggemma@384") is ollama
         assert registry.get("hash:64") is hashed  # one adapter per spec
     finally:
