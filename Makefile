@@ -1,6 +1,6 @@
 # The README's two commands: `make run` and `make test`. Both install what they need first
 # (scripts/setup.sh is idempotent) and work on a fresh Debian 12 machine, as root or not.
-.PHONY: setup run test lint typecheck check bench clean
+.PHONY: setup run demo test lint typecheck check bench clean
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -12,6 +12,9 @@ setup:
 
 run: setup
 	$(VENV)/bin/memory serve --host $(HOST) --port $(PORT)
+
+demo: setup
+	$(VENV)/bin/memory demo
 
 test: setup
 	$(VENV)/bin/ruff check src tests bench

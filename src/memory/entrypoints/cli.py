@@ -75,7 +75,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from memory.entrypoints import db_cli, history_cli, policy_cli
+    from memory.entrypoints import db_cli, demo_cli, history_cli, policy_cli
 
     parser = argparse.ArgumentParser(
         prog="memory", description="Local, multilingual semantic memory on PostgreSQL + pgvector."
@@ -89,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     db_cli.register(sub)
     policy_cli.register(sub)
     history_cli.register(sub)
+    demo_cli.register(sub)
     _add_json_flag(parser)
     return parser
 

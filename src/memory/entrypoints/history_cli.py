@@ -21,7 +21,7 @@ from memory.infrastructure.settings import Settings
 log = logging.getLogger(__name__)
 
 
-class _ProgressBar:
+class SweepBar:
     """A tqdm bar over the partitions of one pass."""
 
     def __init__(self) -> None:
@@ -101,7 +101,7 @@ def _sweep(args: argparse.Namespace) -> int:
     settings: Settings = args.settings
     with _history(settings) as history:
         while True:
-            bar = _ProgressBar()
+            bar = SweepBar()
             try:
                 report = history.sweep(args.org, trigger="cli", progress=bar)
             finally:

@@ -1,0 +1,1 @@
+"""Small multilingual data sets shipped in the package: the demo's, and the retrieval check's."""

@@ -1,0 +1,67 @@
+"""`memory demo` on a real database: loads the multilingual set for two orgs, turns
+semantic search on for them, sweeps with a progress bar, prints three example searches;
+a second run adds nothing."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from memory.entrypoints.cli import main
+
+
+@pytest.fixture
+def demo_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
+    monkeypatch.setenv("MEMORY_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MEMORY_HISTORY_MODEL", "hash:1024")
+    monkeypatch.setenv("MEMORY_POLICY_MODEL", "hash:384")
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def test_demo_loads_sweeps_and_searches(
+    demo_env: None, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["history", "status", "bystander"]) == 0  # migrates
+    with psycopg.connect(database_url) as conn:  # an org that was there before the demo
+        conn.execute(
+            "INSERT INTO dw_chat_partitions (org_id, provider, external_channel_id)"
+            " VALUES ('bystander', 'slack', 'C1')"
+        )
+    capsys.readouterr()
+    assert main(["demo"]) == 0
+    out, err = capsys.readouterr()
+    assert "opt-out for the other orgs: bystander" in out
+    assert "Loaded 6 new policies and 13 new chat messages for acme-logistics, kedai-runcit" in out
+    assert "sweep: 100%" in err  # the progress bar
+    assert "1. history of acme-logistics" in out
+    assert "2. history of kedai-runcit" in out
+    assert "3. policies" in out
+    assert "[semantic" in out  # semantic search is on for the demo orgs
+
+    assert main(["demo", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["policies_stored"] == 0
+    assert document["chat_events_inserted"] == 0  # keyed: nothing doubles
+    assert document["orgs"] == ["acme-logistics", "kedai-runcit"]
+    assert document["other_orgs_opted_out"] == []  # the global flag is on now
+    assert [s["semantic"] for s in document["searches"]] == ["on", "on", "on"]
+    assert all(s["results"] for s in document["searches"])
+    (policies,) = [s for s in document["searches"] if s["context"] == "policies"]
+    assert {r["policy_id"] for r in policies["results"]} <= {
+        "pw-rotation",
+        "annual-leave",
+        "expense-claims",
+        "remote-work",
+        "data-privacy",
+        "customer-refunds",
+    }
