@@ -2,6 +2,8 @@
 # Installs everything `memory` needs on a Debian/Ubuntu machine, idempotently:
 #   - PostgreSQL server binaries (any major >= 15 already present is used as is)
 #   - pgvector >= 0.7 for that PostgreSQL (distro package when one exists, else a source build)
+#   - PgBouncer (Debian's package), with the dev extras only: the replica tests run it in
+#     transaction pooling mode in front of their cluster (`make run` does not need it)
 #   - a virtual environment at .venv with the project and its dev tools
 # Each step checks first and does nothing when its result is already there.
 set -euo pipefail
@@ -118,6 +120,16 @@ SRC
     rm -rf "$work"
 }
 
+ensure_pgbouncer() {
+    case ",$EXTRAS," in *,dev,*) ;; *) return ;; esac
+    if command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ]; then
+        log "PgBouncer found"
+        return
+    fi
+    log "installing PgBouncer (for the replica tests)"
+    apt_install pgbouncer
+}
+
 ensure_venv() {
     if [ ! -x "$VENV/bin/python" ]; then
         log "creating virtual environment at $VENV"
@@ -139,5 +151,6 @@ ensure_venv() {
 
 ensure_postgres
 ensure_pgvector
+ensure_pgbouncer
 ensure_venv
 log "done"

@@ -72,6 +72,8 @@ def build_services(
 
     database = Database(
         database_url,
+        # A direct URL only means something beside a configured (pooled) one.
+        direct_url=settings.database_direct_url if settings.database_url else None,
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
         timeout=settings.database_timeout,

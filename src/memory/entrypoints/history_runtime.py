@@ -40,6 +40,11 @@ class LastRuns:
     def __init__(self) -> None:
         self.sweep: dict[str, Any] | None = None
         self.purge: dict[str, Any] | None = None
+        # What this replica's passes did since it started (/healthz, docs/adr/0062): passes
+        # by trigger, windows it embedded, partitions it found another sweeper holding.
+        self.passes: dict[str, int] = {}
+        self.windows_embedded_total = 0
+        self.partitions_busy_total = 0
 
     def observe(self, call: ServiceCall) -> None:
         finished_at = datetime.now(UTC).isoformat()
@@ -51,6 +56,10 @@ class LastRuns:
                 "org_id": call.labels.get("org_id"),
                 **call.result.summary(),
             }
+            trigger = str(call.labels.get("trigger"))
+            self.passes[trigger] = self.passes.get(trigger, 0) + 1
+            self.windows_embedded_total += call.result.windows_embedded
+            self.partitions_busy_total += call.result.partitions_busy
         elif isinstance(call.result, PurgeReport):
             self.purge = {
                 "finished_at": finished_at,
@@ -83,7 +92,9 @@ class HistoryRuntime:
         self.windows = PostgresWindowEmbeddings(database)
         self.flag_store = PostgresFeatureFlags(database)
         self.locks = AdvisoryPartitionLocks(
-            database.url, wait_timeout=settings.sweep_lock_timeout, connect_seconds=database.timeout
+            database.direct_url,
+            wait_timeout=settings.sweep_lock_timeout,
+            connect_seconds=database.timeout,
         )
         self.watermarks = watermarks or open_sweep_watermarks(database)
         self.last_runs = LastRuns()
@@ -112,7 +123,8 @@ class HistoryRuntime:
         )
         self._workers = HistoryWorkers(
             self.service,
-            database.url,
+            # The ingest listener's LISTEN and its leadership lock need a session.
+            database.direct_url,
             connect_seconds=database.timeout,
             sweep_interval=settings.sweep_interval,
             sweep_debounce=settings.sweep_debounce,
@@ -132,6 +144,12 @@ class HistoryRuntime:
             "model": self.model.status().as_health(),
             "sweep": {"last_run": self.last_runs.sweep},
             "purge": {"last_run": self.last_runs.purge},
+            "sweeper": {
+                **self._workers.activity(),
+                "passes": dict(self.last_runs.passes),
+                "windows_embedded_total": self.last_runs.windows_embedded_total,
+                "partitions_busy_total": self.last_runs.partitions_busy_total,
+            },
         }
 
     def request_stop(self) -> None:

@@ -105,6 +105,8 @@ class PolicyRuntime:
         return {
             "model": self.model.status().as_health(),
             "projector": {
+                "model": self.model.identity.id,
+                "role": self._workers.role,
                 "running_here": self._workers.projector is not None,
                 "position": position,
                 "head": head,

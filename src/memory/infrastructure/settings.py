@@ -36,6 +36,11 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=default_home)
     # libpq URL of an existing database; when unset, an embedded cluster under `home` is used.
     database_url: str | None = None
+    # A direct (unpooled) URL of the same database, when `database_url` goes through a
+    # transaction-pooling PgBouncer: what needs a session (LISTEN, session advisory locks,
+    # the projector lease, migrations) connects here; prepared statements are then off on
+    # the pooled URL (docs/adr/0061). Unset: `database_url` is used for both.
+    database_direct_url: str | None = None
     pool_min_size: int = Field(default=2, ge=1)
     pool_max_size: int = Field(default=10, ge=1)
     # Longest wait (seconds) for a database connection: while the database is down, requests

@@ -365,6 +365,7 @@ async def test_health_and_metrics_report_the_policy_context(policy_app: Any) -> 
             "detail": "",
         }
         assert health["projector"]["running_here"] is True
+        assert health["projector"]["role"] == "leader"
         assert health["projector"]["position"] == health["projector"]["head"] == 1
         assert health["projector"]["lag_events"] == 0
         metrics = (await client.get("/metrics")).text

@@ -112,6 +112,8 @@ def test_start_up_creates_the_event_store_and_read_model(
         health = services.context("policy").health()
         assert health["model"]["id"] == "hash:384"
         assert health["projector"] == {
+            "model": "hash:384",
+            "role": "stopped",
             "running_here": False,
             "position": None,
             "head": None,

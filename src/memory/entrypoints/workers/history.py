@@ -29,6 +29,14 @@ LISTENER_RETRY_SECONDS = 1.0
 T = TypeVar("T")
 
 
+class ListenerRole:
+    """This replica's ingest listener (docs/adr/0062)."""
+
+    LEADER = "leader"  # listens: ingest notifications wake this replica's sweeper
+    STANDBY = "standby"  # another replica listens; this one takes over if it stops
+    DISCONNECTED = "disconnected"  # not connected (starting, or the database is away)
+
+
 class HistoryWorkers:
     def __init__(
         self,
@@ -51,6 +59,15 @@ class HistoryWorkers:
         # Held by a background pass while it runs, so shutdown can wait for it.
         self._background = threading.Lock()
         self._wake: anyio.Event | None = None
+        self.listener_role = ListenerRole.DISCONNECTED
+
+    def activity(self) -> dict[str, object]:
+        """Whether this replica's listener is the one ingests wake, and whether a
+        background pass runs now."""
+        return {
+            "ingest_listener": self.listener_role,
+            "background_pass_running": self._background.locked(),
+        }
 
     def workers(self) -> list[Worker]:
         return [self.run_sweep_worker, self.run_purge_worker]
@@ -89,7 +106,13 @@ class HistoryWorkers:
         def on_listening() -> None:
             nonlocal failures
             failures = 0
+            self.listener_role = ListenerRole.LEADER
             self._on_listening()
+
+        def on_standby() -> None:
+            nonlocal failures
+            failures = 0
+            self.listener_role = ListenerRole.STANDBY
 
         while True:
             try:
@@ -97,9 +120,11 @@ class HistoryWorkers:
                     self._database_url,
                     self._on_ingest,
                     on_listening=on_listening,
+                    on_standby=on_standby,
                     connect_seconds=self._connect_seconds,
                 )
             except Exception as exc:  # a lost connection must not end the sweep worker
+                self.listener_role = ListenerRole.DISCONNECTED
                 failures += 1
                 reason = str(exc).strip().splitlines()[0] if str(exc).strip() else exc
                 # Once per outage, not once a second.

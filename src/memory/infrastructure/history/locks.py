@@ -11,3 +11,6 @@ INGEST_LOCK_CLASS = 0x48490001
 RETENTION_LOCK_CLASS = 0x48490002
 # One sweeper per (partition, model), held for the whole partition (session scope).
 SWEEP_LOCK_CLASS = 0x48490003
+# One ingest listener across replicas (session scope, second key 0): only its holder's
+# sweeper is woken by ingest notifications, so an ingest wakes one pass, not one per replica.
+INGEST_LISTENER_LOCK_CLASS = 0x48490004

@@ -12,5 +12,5 @@ def open_sweep_watermarks(database: Database) -> SweepWatermarks:
     """Construct the application (creating its tables if needed) under the migration lock,
     so processes starting together do not race on the library's DDL."""
     with database.migration_lock():
-        connection = EventStoreConnection.from_url(database.url, wait_seconds=database.timeout)
+        connection = EventStoreConnection.for_database(database)
         return SweepWatermarks(connection.env(HISTORY_SWEEP_APPLICATION))

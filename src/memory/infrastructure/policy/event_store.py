@@ -31,12 +31,22 @@ class PolicyApplication(Application[UUID]):
 
 
 def event_store_env(
-    database_url: str, *, wait_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    database_url: str,
+    *,
+    wait_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    prepared_statements: bool = True,
 ) -> dict[str, str]:
     """The library's settings for the policy application on `database_url`."""
-    return EventStoreConnection.from_url(database_url, wait_seconds=wait_seconds).env(
-        PolicyApplication.name, recorder_topic=get_topic(PolicyEventRecorder)
+    return policy_env(
+        EventStoreConnection.from_url(
+            database_url, wait_seconds=wait_seconds, prepared_statements=prepared_statements
+        )
     )
+
+
+def policy_env(connection: EventStoreConnection) -> dict[str, str]:
+    """The library's settings for the policy application over `connection`."""
+    return connection.env(PolicyApplication.name, recorder_topic=get_topic(PolicyEventRecorder))
 
 
 class EventSourcedPolicyLog:
@@ -67,7 +77,12 @@ class EventSourcedPolicyLog:
         migration lock, so servers starting together on a fresh database do not race on
         its `CREATE TYPE`."""
         with database.migration_lock():
-            return cls.connect(database.url, wait_seconds=database.timeout)
+            return cls.for_database(database)
+
+    @classmethod
+    def for_database(cls, database: Database) -> EventSourcedPolicyLog:
+        """The log on the service's database, over its pooled URL."""
+        return cls(PolicyApplication(env=policy_env(EventStoreConnection.for_database(database))))
 
     def get(self, policy_id: PolicyId) -> PolicyEmbedding | None:
         try:

@@ -1,7 +1,15 @@
 """One projector per model across all processes: a session-level advisory lock, held on a
-dedicated connection for as long as the projector runs."""
+dedicated connection (on the database's direct URL: a transaction pooler would hand the
+lock's session to someone else) for as long as the projector runs.
+
+When the holder dies (`kill -9`) or its connection drops, PostgreSQL ends the session and
+releases the lock with it; a standby's next `try_acquire` gets it. A standby keeps its
+connection between tries, so trying every second costs one round trip, not a connection.
+"""
 
 from __future__ import annotations
+
+import contextlib
 
 import psycopg
 
@@ -17,25 +25,38 @@ class ProjectionLease:
         self._connect_timeout = connect_timeout(connect_seconds)
         self._key = ModelObjects(model_id).lease_key
         self._conn: psycopg.Connection[tuple[object, ...]] | None = None
+        self._held = False
 
     @property
     def held(self) -> bool:
-        return self._conn is not None
+        return self._held
 
     def try_acquire(self) -> bool:
-        if self._conn is not None:
+        if self._held:
             return True
-        conn = psycopg.connect(self._url, autocommit=True, connect_timeout=self._connect_timeout)
+        if self._conn is not None:
+            try:
+                return self._try(self._conn)
+            except psycopg.OperationalError:
+                # A standby's connection that died (the server restarted): try a new one.
+                self._close()
+        self._conn = psycopg.connect(
+            self._url, autocommit=True, connect_timeout=self._connect_timeout
+        )
+        try:
+            return self._try(self._conn)
+        except psycopg.Error:
+            self._close()
+            raise
+
+    def _try(self, conn: psycopg.Connection[tuple[object, ...]]) -> bool:
         row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self._key,)).fetchone()
-        if not row or not row[0]:
-            conn.close()
-            return False
-        self._conn = conn
-        return True
+        self._held = bool(row and row[0])
+        return self._held
 
     def alive(self) -> bool:
         """False if the connection holding the lock is gone (and with it the lock)."""
-        if self._conn is None:
+        if not self._held or self._conn is None:
             return False
         try:
             self._conn.execute("SELECT 1")
@@ -44,12 +65,15 @@ class ProjectionLease:
         return True
 
     def release(self) -> None:
-        if self._conn is None:
-            return
+        """Give the lock up (if held) and close the connection."""
+        if self._conn is not None and self._held:
+            # If the session is gone, so is the lock.
+            with contextlib.suppress(psycopg.Error):
+                self._conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
+        self._close()
+
+    def _close(self) -> None:
         conn, self._conn = self._conn, None
-        try:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
-        except psycopg.Error:
-            pass  # the session is gone, and the lock with it
-        finally:
+        self._held = False
+        if conn is not None:
             conn.close()

@@ -66,8 +66,9 @@ class PolicyModelAdmin:
         return self._clear(model_id, drop_index=False)
 
     def _clear(self, model_id: str, *, drop_index: bool) -> int:
-        lease = ProjectionLease(self._database.url, model_id)
+        lease = ProjectionLease(self._database.direct_url, model_id)
         if not lease.try_acquire():
+            lease.release()
             raise ProjectionBusy(f"the projector for model {model_id} is running; stop it first")
         try:
             with self._database.connection() as conn:

@@ -22,7 +22,7 @@ from memory.application.policy.projection import PolicyEmbeddingsProjection
 from memory.infrastructure.policy.event_store import (
     EventSourcedPolicyLog,
     PolicyApplication,
-    event_store_env,
+    policy_env,
 )
 from memory.infrastructure.policy.indexes import ensure_hnsw_index
 from memory.infrastructure.policy.lease import ProjectionLease
@@ -65,7 +65,7 @@ class PolicyProjector:
         self._index_first = index_first
         self._objects = ModelObjects(model.identity.id)
         self._lease = ProjectionLease(
-            database.url, model.identity.id, connect_seconds=database.timeout
+            database.direct_url, model.identity.id, connect_seconds=database.timeout
         )
         self._shared_log = shared_log
         self._view: PostgresPolicyEmbeddingsView | None = None
@@ -117,7 +117,8 @@ class PolicyProjector:
                 application_class=self._application_class(),
                 tracking_recorder=view,
                 topics=(),
-                env=event_store_env(self._database.url, wait_seconds=self._database.timeout),
+                # The runner's subscription LISTENs: a session, so the direct URL.
+                env=policy_env(EventStoreConnection.for_database(self._database, direct=True)),
             )
             runner.__enter__()
             self._runner = runner
@@ -130,15 +131,14 @@ class PolicyProjector:
     def _view_datastore(self) -> PostgresDatastore:
         if self._shared_log is not None:
             return self._shared_log.datastore
-        return EventStoreConnection.from_url(
-            self._database.url, wait_seconds=self._database.timeout
-        ).datastore()
+        return EventStoreConnection.for_database(self._database).datastore()
 
     def _application_class(self) -> type[PolicyApplication]:
         """The application the runner constructs to subscribe to the log: with a shared log,
         one that records through the shared log's recorder (its own library pool is then
-        never opened)."""
-        if self._shared_log is None:
+        never opened). Not when the log's pool may be a transaction pooler (a separate direct
+        URL): the subscription LISTENs, which needs a session of its own (docs/adr/0061)."""
+        if self._shared_log is None or not self._database.prepared_statements:
             return PolicyApplication
         shared_recorder: ApplicationRecorder = self._shared_log.app.recorder
 
@@ -156,6 +156,10 @@ class PolicyProjector:
             return None
         position: int | None = self._view.max_tracking_id(PolicyApplication.name)
         return position
+
+    def lease_alive(self) -> bool:
+        """Whether this projector still holds its lease (its connection is up)."""
+        return self._lease.alive()
 
     def check(self) -> None:
         """Raise `ProjectorFailed` if processing stopped or the lease was lost."""

@@ -55,7 +55,14 @@ def connect_timeout(wait_seconds: float) -> int:
 
 
 class Database:
-    """A psycopg pool with pgvector registered. Use `connection()` for a transaction.
+    """A psycopg pool with pgvector registered. Use `connection()` for a transaction,
+    `session()` for what needs a session of its own.
+
+    `direct_url` is the same database without a pooler in between. When it is given, the
+    pool's `url` may be a transaction-pooling PgBouncer, where consecutive transactions of
+    one client connection run on different server sessions: the pool then never prepares a
+    statement (a prepared statement lives in one server session), and whatever needs a
+    session (session advisory locks, LISTEN, migrations) uses `direct_url` (docs/adr/0061).
 
     `timeout` bounds the wait for a connection (and a new connection's handshake). A
     connection that died while idle (the server restarted) is noticed when it is taken and
@@ -67,17 +74,27 @@ class Database:
         self,
         url: str,
         *,
+        direct_url: str | None = None,
         min_size: int = 2,
         max_size: int = 10,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
     ) -> None:
         self.url = url
+        self.direct_url = direct_url or url
+        # Statements on `url` may be prepared: only when nothing pools transactions there.
+        self.prepared_statements = self.direct_url == url
         self.timeout = timeout
+        kwargs: dict[str, object] = {
+            "row_factory": dict_row,
+            "connect_timeout": connect_timeout(timeout),
+        }
+        if not self.prepared_statements:
+            kwargs["prepare_threshold"] = None
         self.pool: ConnectionPool[psycopg.Connection[dict[str, object]]] = ConnectionPool(
             url,
             min_size=min_size,
             max_size=max_size,
-            kwargs={"row_factory": dict_row, "connect_timeout": connect_timeout(timeout)},
+            kwargs=kwargs,
             configure=_configure,
             timeout=timeout,
             reconnect_timeout=RECONNECT_GIVE_UP_SECONDS,
@@ -119,6 +136,21 @@ class Database:
                 continue
             return conn
 
+    @contextmanager
+    def session(self) -> Iterator[psycopg.Connection[dict[str, object]]]:
+        """A connection of its own on `direct_url` (autocommit), for session state: session
+        advisory locks, LISTEN. Closed afterwards, which ends whatever the session held."""
+        with (
+            database_boundary(),
+            psycopg.connect(
+                self.direct_url,
+                autocommit=True,
+                row_factory=dict_row,
+                connect_timeout=connect_timeout(self.timeout),
+            ) as conn,
+        ):
+            yield conn
+
     def ping(self, *, timeout: float | None = None) -> None:
         """Raise `DatabaseUnavailable` unless the database answers within `timeout`."""
         wait = self.timeout if timeout is None else timeout
@@ -133,29 +165,27 @@ class Database:
     def migration_lock(self) -> Iterator[None]:
         """Hold the lock migrations take, so that DDL run by a library (the eventsourcing
         library creates its tables and types when an application is constructed) does not
-        race with another process starting at the same time."""
-        with self.connection() as conn:
+        race with another process starting at the same time. A session lock: on
+        `direct_url`."""
+        with self.session() as conn:
             conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
-            conn.commit()
             try:
                 yield
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
-                conn.commit()
 
     def migrate(self) -> list[str]:
         """Apply the package's SQL migrations not yet applied, in name order, each in its own
         transaction, under an advisory lock so concurrent starters do not race. Returns the
-        names applied now."""
+        names applied now. The lock is a session lock: on `direct_url`."""
         applied_now: list[str] = []
-        with self.pool.connection() as conn:
+        with self.session() as conn:
             conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
             try:
                 conn.execute(
                     "CREATE TABLE IF NOT EXISTS memory_schema_migrations ("
                     " name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
                 )
-                conn.commit()
                 done = {
                     str(row["name"])
                     for row in conn.execute("SELECT name FROM memory_schema_migrations")
@@ -172,7 +202,6 @@ class Database:
                     applied_now.append(name)
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
-                conn.commit()
         return applied_now
 
 

@@ -44,6 +44,10 @@ LIBRARY_RETRY_ATTEMPTS = 10
 LIBRARY_RETRY_WAIT_SECONDS = 0.2
 # The environment key (with the application's prefix) of the pool's wait, in seconds.
 DATABASE_TIMEOUT_KEY = "DATABASE_TIMEOUT"
+# The environment key (with the application's prefix): "n" when the URL may be a
+# transaction-pooling PgBouncer, where a statement prepared in one transaction's server
+# session is missing in the next one's (docs/adr/0061).
+PREPARED_STATEMENTS_KEY = "PREPARED_STATEMENTS"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -105,7 +109,9 @@ class OutageAwareTrackingRecorder(PostgresTrackingRecorder):
     has_tracking_id = fail_fast_on_outage(PostgresTrackingRecorder.has_tracking_id)
 
 
-def bound_pool(datastore: PostgresDatastore, wait_seconds: float) -> PostgresDatastore:
+def bound_pool(
+    datastore: PostgresDatastore, wait_seconds: float, *, prepared_statements: bool = True
+) -> PostgresDatastore:
     """Give a library datastore's pool the service's bounds (see `Database`). The library
     takes neither a float wait nor a reconnect timeout from its settings; both are plain
     attributes of the psycopg pool, read on every use."""
@@ -115,6 +121,10 @@ def bound_pool(datastore: PostgresDatastore, wait_seconds: float) -> PostgresDat
     # new connection to an unreachable host would wait for the operating system.
     if isinstance(datastore.pool.kwargs, dict):
         datastore.pool.kwargs["connect_timeout"] = connect_timeout(wait_seconds)
+        if not prepared_statements:
+            # The library asks for `prepare=True` on its hot statements; psycopg prepares
+            # nothing on a connection whose threshold is None, whatever the call asks.
+            datastore.pool.kwargs["prepare_threshold"] = None
     return datastore
 
 
@@ -128,7 +138,11 @@ class OutageAwarePostgresFactory(PostgresFactory):
     def __init__(self, env: Environment | EnvType | None) -> None:
         super().__init__(env)
         wait = self.env.get(DATABASE_TIMEOUT_KEY)
-        bound_pool(self.datastore, float(wait) if wait else DEFAULT_TIMEOUT_SECONDS)
+        bound_pool(
+            self.datastore,
+            float(wait) if wait else DEFAULT_TIMEOUT_SECONDS,
+            prepared_statements=self.env.get(PREPARED_STATEMENTS_KEY, "y") != "n",
+        )
 
 
 FACTORY_TOPIC = get_topic(OutageAwarePostgresFactory)

@@ -16,10 +16,15 @@ from dataclasses import dataclass
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.conninfo import conninfo_to_dict
 
-from memory.infrastructure.postgres.database import DEFAULT_TIMEOUT_SECONDS, connect_timeout
+from memory.infrastructure.postgres.database import (
+    DEFAULT_TIMEOUT_SECONDS,
+    Database,
+    connect_timeout,
+)
 from memory.infrastructure.postgres.event_persistence import (
     DATABASE_TIMEOUT_KEY,
     FACTORY_TOPIC,
+    PREPARED_STATEMENTS_KEY,
     bound_pool,
 )
 
@@ -43,10 +48,29 @@ class EventStoreConnection:
     password: str
     # Longest wait for a pooled connection (`MEMORY_DATABASE_TIMEOUT`).
     wait_seconds: float
+    # False behind a transaction-pooling PgBouncer (see `Database`): the library prepares
+    # its statements otherwise.
+    prepared_statements: bool = True
+
+    @classmethod
+    def for_database(cls, database: Database, *, direct: bool = False) -> EventStoreConnection:
+        """The library's connection to `database`: its pooled URL for statements, or its
+        direct URL (`direct`) for a subscription, whose LISTEN needs a session."""
+        if direct:
+            return cls.from_url(database.direct_url, wait_seconds=database.timeout)
+        return cls.from_url(
+            database.url,
+            wait_seconds=database.timeout,
+            prepared_statements=database.prepared_statements,
+        )
 
     @classmethod
     def from_url(
-        cls, database_url: str, *, wait_seconds: float = DEFAULT_TIMEOUT_SECONDS
+        cls,
+        database_url: str,
+        *,
+        wait_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        prepared_statements: bool = True,
     ) -> EventStoreConnection:
         params = conninfo_to_dict(database_url)
 
@@ -61,6 +85,7 @@ class EventStoreConnection:
             user=param("user"),
             password=param("password"),
             wait_seconds=wait_seconds,
+            prepared_statements=prepared_statements,
         )
 
     def env(self, application_name: str, *, recorder_topic: str | None = None) -> dict[str, str]:
@@ -80,6 +105,7 @@ class EventStoreConnection:
             # factory sets the exact wait from DATABASE_TIMEOUT.
             "POSTGRES_CONNECT_TIMEOUT": str(connect_timeout(self.wait_seconds)),
             DATABASE_TIMEOUT_KEY: str(self.wait_seconds),
+            PREPARED_STATEMENTS_KEY: "y" if self.prepared_statements else "n",
             "CREATE_TABLE": "y",
         }
         if recorder_topic is not None:
@@ -99,4 +125,6 @@ class EventStoreConnection:
             pool_size=LIBRARY_POOL_SIZE,
             max_overflow=LIBRARY_POOL_OVERFLOW,
         )
-        return bound_pool(datastore, self.wait_seconds)
+        return bound_pool(
+            datastore, self.wait_seconds, prepared_statements=self.prepared_statements
+        )
