@@ -84,6 +84,7 @@ class PolicyProjector:
 
     def start(self) -> None:
         if not self.try_start():
+            self._lease.release()  # a standby's connection: nobody will try again
             raise ProjectionBusy(
                 f"the projector for model {self.model_id} is running in another process "
                 "(a `memory serve` with this model, or another `reembed`)"
