@@ -33,9 +33,10 @@ def _pgbouncer() -> str:
 
 
 @contextlib.contextmanager
-def pgbouncer(server_url: str) -> Iterator[str]:
-    """Run PgBouncer (pool_mode = transaction) for `server_url`'s database; yield the pooled
-    URL (same user, password and database name, PgBouncer's port)."""
+def pgbouncer(server_url: str, *, pool_size: int = POOL_SIZE) -> Iterator[str]:
+    """Run PgBouncer (pool_mode = transaction) for `server_url`'s database, with at most
+    `pool_size` server sessions; yield the pooled URL (same user, password and database
+    name, PgBouncer's port)."""
     params = conninfo_to_dict(server_url)
     port = free_port()
     # Not under pytest's tmp_path: as root PgBouncer runs as another user, who must read it.
@@ -54,7 +55,7 @@ def pgbouncer(server_url: str) -> Iterator[str]:
                 "auth_type = scram-sha-256",
                 f"auth_file = {workdir / 'userlist.txt'}",
                 "pool_mode = transaction",
-                f"default_pool_size = {POOL_SIZE}",
+                f"default_pool_size = {pool_size}",
                 "max_client_conn = 500",
                 # A server connection that broke (the cluster restarted) is dropped at once.
                 "server_login_retry = 1",
