@@ -88,6 +88,12 @@ class ClonedDatabases:
                 continue
 
 
+# Every app the fixtures build accepts this as an admin key for every org (MEMORY_ADMIN_TOKEN),
+# and `running_app`'s client sends it: tests of other features need no key of their own.
+TEST_ADMIN_TOKEN = "test-admin-token-0123456789abcdefghijklmnop"
+AUTH_HEADERS = {"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"}
+
+
 def _server_reachable_dir() -> Path:
     """pytest's tmp_path lives under a root-only directory; as root the cluster runs as an
     unprivileged user, so clusters for tests live in a world-traversable temp directory."""
@@ -146,6 +152,7 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
             "home": tmp_path / "home",
             "policy_model": "hash:384",
             "history_model": "hash:1024",
+            "admin_token": TEST_ADMIN_TOKEN,
         }
         values.update(overrides)
         return Settings(**values)
@@ -155,11 +162,15 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
 
 @asynccontextmanager
 async def running_app(
-    app: Starlette, *, raise_app_exceptions: bool = True
+    app: Starlette, *, raise_app_exceptions: bool = True, authenticated: bool = True
 ) -> AsyncIterator[httpx.AsyncClient]:
-    """Run the app's lifespan (start-up, workers, shutdown) around an in-process client.
-    With `raise_app_exceptions=False` an unhandled error is the 500 a client would see."""
+    """Run the app's lifespan (start-up, workers, shutdown) around an in-process client,
+    which sends the test admin key unless `authenticated=False`. With
+    `raise_app_exceptions=False` an unhandled error is the 500 a client would see."""
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
-        async with httpx.AsyncClient(transport=transport, base_url="http://memory.test") as client:
+        headers = AUTH_HEADERS if authenticated else {}
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://memory.test", headers=headers
+        ) as client:
             yield client

@@ -57,6 +57,12 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes]) -> httpx.Response:
     raise AssertionError("memory serve did not answer /healthz in time")
 
 
+def admin_headers(home: Path) -> dict[str, str]:
+    """The bootstrap admin key `memory serve` wrote to its home (README quickstart)."""
+    secret = (home / "admin-token").read_text().strip()
+    return {"Authorization": f"Bearer {secret}"}
+
+
 def terminate(proc: subprocess.Popen[bytes]) -> str:
     """SIGTERM, wait for a clean exit, return the process's log."""
     proc.send_signal(signal.SIGTERM)

@@ -171,6 +171,7 @@ BASE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("PUT", "/v1/feature-flags/{flag}"): {"enabled": True},
     ("PUT", "/v1/orgs/{org_id}/feature-flags/{flag}"): {"enabled": True},
     ("PUT", "/v1/orgs/{org_id}/retention"): {"days": 30},
+    ("POST", "/v1/api-keys"): {"name": "fuzz", "org_id": "acme", "scopes": ["history:read"]},
     ("POST", "/v1/policies"): {
         "policy_id": "fuzz-new",
         "content": "Staff reset passwords every 90 days.",
@@ -202,6 +203,13 @@ BASE_QUERIES: dict[tuple[str, str], dict[str, str]] = {
         "until": "2026-01-02T00:00:00Z",
     },
     ("GET", "/v1/embeddings/{embedding_ref}"): {"origin": "search", "query": "password"},
+    ("GET", "/v1/audit"): {
+        "since": "2020-01-01T00:00:00Z",
+        "until": "2030-01-01T00:00:00Z",
+        "org_id": "acme",
+        "limit": "5",
+        "cursor": "7",
+    },
 }
 
 
@@ -326,6 +334,7 @@ async def test_no_hostile_input_gets_a_5xx_on_any_route(full_app) -> None:
             "flag": "digital_worker_semantic_search",
             "policy_id": "fuzz",
             "embedding_ref": stored.json()["embedding_ref"],
+            "key_id": "key_0000000000000000",
         }
         routes = [r for r in app.routes if isinstance(r, Route)]
         templates = {r.path for r in routes}

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
 from tests.e2e.processes import HASH_MODELS, serve, terminate, wait_healthy
 
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
@@ -58,14 +59,19 @@ class Server:
 
     def call(self, label: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
         started = time.monotonic()
-        response = httpx.request(method, self.base + path, timeout=60.0, **kwargs)
+        response = httpx.request(
+            method, self.base + path, timeout=60.0, headers=AUTH_HEADERS, **kwargs
+        )
         self.timings[label] = time.monotonic() - started
         return response
 
     def semantic_event_ids(self) -> set[str]:
         # A query no message contains: every hit is semantic (the hash model has no floor).
         body = httpx.get(
-            self.base + "/v1/orgs/acme/history/search", params={"q": "xylophone"}, timeout=10.0
+            self.base + "/v1/orgs/acme/history/search",
+            params={"q": "xylophone"},
+            headers=AUTH_HEADERS,
+            timeout=10.0,
         ).json()
         return {r["event_id"] for r in body["results"] if r["matched_by"] == "semantic"}
 
@@ -105,6 +111,7 @@ def test_serve_answers_503_while_postgres_is_down_and_recovers_when_it_returns(
         cluster_home / "home",
         port,
         MEMORY_DATABASE_URL=url,
+        MEMORY_ADMIN_TOKEN=TEST_ADMIN_TOKEN,
         MEMORY_SWEEP_INTERVAL="3600",  # only a NOTIFY or a reconnect can wake the sweep
         MEMORY_SWEEP_DEBOUNCE="0.1",
         **HASH_MODELS,
@@ -190,7 +197,10 @@ def test_serve_answers_503_while_postgres_is_down_and_recovers_when_it_returns(
         assert after.json()["searchable"] is True, "the projector has not resumed"
         for content, policy_id in (("kept", "before"), ("new", "after")):
             found = httpx.post(
-                server.base + "/v1/policies/search", json={"query": content}, timeout=10.0
+                server.base + "/v1/policies/search",
+                json={"query": content},
+                headers=AUTH_HEADERS,
+                timeout=10.0,
             ).json()["results"]
             assert [r["policy_id"] for r in found] == [policy_id]
         # The ingest refused during the outage left nothing behind.

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import httpx
-from tests.e2e.processes import HASH_MODELS, serve, terminate, wait_healthy
+from tests.e2e.processes import HASH_MODELS, admin_headers, serve, terminate, wait_healthy
 
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, free_port
 
@@ -43,10 +43,22 @@ def test_serve_starts_embedded_database_answers_health_and_stops_cleanly(
         body = response.json()
         assert body["database"] == "ok"
         assert set(body["contexts"]) == {"policy", "history"}
-        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2.0)
+        token_file = cluster_home / "home" / "admin-token"
+        assert token_file.stat().st_mode & 0o777 == 0o600
+        anonymous = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2.0)
+        assert anonymous.status_code == 401
+        assert anonymous.headers["www-authenticate"] == "Bearer"
+        metrics = httpx.get(
+            f"http://127.0.0.1:{port}/metrics",
+            headers=admin_headers(cluster_home / "home"),
+            timeout=2.0,
+        )
         assert "memory_http_requests_total" in metrics.text
     finally:
         log = terminate(proc)
+    secret = token_file.read_text().strip()
+    assert str(token_file.resolve()) in log, "the log says where the admin key is"
+    assert secret not in log, "the log never holds the secret"
     assert "stopping embedded PostgreSQL" in log
     pidfiles = list((cluster_home / "home").rglob("postmaster.pid"))
     assert pidfiles == [], "the embedded cluster must be stopped on exit"
@@ -90,6 +102,7 @@ def test_second_server_on_a_home_attaches_and_only_the_owner_stops_the_cluster(
         stored = httpx.post(
             f"http://127.0.0.1:{attached_port}/v1/policies",
             json={"policy_id": "shared", "content": "Both servers use one cluster."},
+            headers=admin_headers(home),
             timeout=30.0,
         )
         assert stored.status_code == 201, stored.text
@@ -100,7 +113,9 @@ def test_second_server_on_a_home_attaches_and_only_the_owner_stops_the_cluster(
         assert "stopping embedded PostgreSQL" not in log
         assert EmbeddedPostgres(home).running(), "an attached server leaves the cluster running"
         versions = httpx.get(
-            f"http://127.0.0.1:{owner_port}/v1/policies/shared/versions", timeout=10.0
+            f"http://127.0.0.1:{owner_port}/v1/policies/shared/versions",
+            headers=admin_headers(home),
+            timeout=10.0,
         )
         assert versions.status_code == 200, versions.text
     finally:

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from memory.entrypoints.runtime import ContextRuntime
@@ -15,6 +16,9 @@ from memory.infrastructure.postgres.pool_metrics import POOLS
 from memory.infrastructure.settings import Settings
 
 if TYPE_CHECKING:
+    from memory.application.access.rate_limits import RateLimits
+    from memory.application.access.service import AccessService
+    from memory.application.audit.ports import AuditTrail
     from memory.application.history.service import HistoryService
     from memory.application.policy.service import PolicyService
 
@@ -45,6 +49,32 @@ class Services:
         runtime = self.context("policy")
         assert isinstance(runtime, PolicyRuntime)
         return runtime.service
+
+    @cached_property
+    def audit(self) -> AuditTrail:
+        """The audit trail (created with its event table on first use)."""
+        from memory.infrastructure.audit.audit_log import PostgresAuditTrail
+
+        return PostgresAuditTrail(self.database)
+
+    @cached_property
+    def access(self) -> AccessService:
+        from memory.application.access.service import AccessService
+        from memory.infrastructure.access.key_store import PostgresKeyStore
+
+        token = self.settings.admin_token
+        return AccessService(
+            PostgresKeyStore(self.database),
+            self.audit,
+            admin_token=None if token is None else token.get_secret_value(),
+        )
+
+    @cached_property
+    def rate_limits(self) -> RateLimits | None:
+        from memory.application.access.rate_limits import RateLimits
+
+        per_minute = self.settings.rate_limit_per_minute
+        return None if per_minute is None else RateLimits(per_minute)
 
     @property
     def history(self) -> HistoryService:

@@ -37,14 +37,25 @@ def _raise_shutdown(signum: int, frame: object) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from memory.entrypoints.bootstrap import build_services
+    from memory.entrypoints.admin_key import ensure_admin_key
+    from memory.entrypoints.bootstrap import Services, build_services
     from memory.entrypoints.database_url import database_url
     from memory.entrypoints.http.app import create_app, request_shutdown
 
     settings: Settings = args.settings
     signal.signal(signal.SIGTERM, _raise_shutdown)
     with database_url(settings) as url:
-        app = create_app(lambda: build_services(settings, url))
+
+        def build() -> Services:
+            services = build_services(settings, url)
+            try:
+                ensure_admin_key(services)
+            except BaseException:
+                services.close()
+                raise
+            return services
+
+        app = create_app(build)
 
         class Server(uvicorn.Server):
             """uvicorn's server, telling the app the moment a signal asks it to stop:
@@ -75,7 +86,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from memory.entrypoints import db_cli, demo_cli, history_cli, policy_cli
+    from memory.entrypoints import db_cli, demo_cli, history_cli, keys_cli, policy_cli
 
     parser = argparse.ArgumentParser(
         prog="memory", description="Local, multilingual semantic memory on PostgreSQL + pgvector."
@@ -90,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     policy_cli.register(sub)
     history_cli.register(sub)
     demo_cli.register(sub)
+    keys_cli.register(sub)
     _add_json_flag(parser)
     return parser
 

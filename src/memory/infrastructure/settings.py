@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memory.infrastructure.embedding.circuit_breaker import (
@@ -103,6 +103,16 @@ class Settings(BaseSettings):
     history_similarity_floor: float | None = Field(default=None, ge=0.0, le=1.0)
     purge_interval: float = Field(default=3600.0, gt=0)
     default_retention_days: int = Field(default=30, ge=1)
+
+    # Access (docs/security.md). A secret that is an admin key for every org (automation,
+    # tests); unset: `memory serve` creates an admin key on first start (`home`/admin-token).
+    admin_token: SecretStr | None = None
+    # True: GET /metrics needs no key (a scraper inside the trusted network); else admin.
+    metrics_public: bool = False
+    # Largest request body accepted (413 beyond it, before it is read into memory).
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
+    # Requests per minute per API key, per process (token bucket); unset = no limit.
+    rate_limit_per_minute: int | None = Field(default=None, ge=1)
 
     log_level: str = "INFO"
     # "auto": JSON lines unless stderr is a terminal; "json" or "text" to force one.

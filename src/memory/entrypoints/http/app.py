@@ -25,7 +25,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memory.domain.access.scopes import Scope as KeyScope
 from memory.entrypoints.bootstrap import Services
+from memory.entrypoints.http import access_routes, history_routes, policy_routes
+from memory.entrypoints.http.access import Access, AccessControl, AccessTable
+from memory.entrypoints.http.body_limit import BodyLimit
 from memory.entrypoints.http.errors import EXCEPTION_HANDLERS
 from memory.entrypoints.logging_setup import REQUEST_ID
 from memory.entrypoints.runtime import ContextRuntime
@@ -136,9 +140,24 @@ def route_template(scope: Scope) -> str:
     return str(getattr(route, "path", "unmatched"))
 
 
+@functools.cache
+def access_table(*, metrics_public: bool) -> AccessTable:
+    """Every route's access rule: the service's own and each routes module's `ACCESS`."""
+    return {
+        ("GET", "/healthz"): Access.public(),
+        ("GET", "/metrics"): (
+            Access.public() if metrics_public else Access.every_org(KeyScope.ADMIN)
+        ),
+        **policy_routes.ACCESS,
+        **history_routes.ACCESS,
+        **access_routes.ACCESS,
+    }
+
+
 def create_app(build: Callable[[], Services], *, run_workers: bool = True) -> Starlette:
     """`build` constructs the services (opens the pool, migrates); it runs in a worker thread
-    at start-up so that the event loop is never blocked."""
+    at start-up so that the event loop is never blocked. The middlewares read their settings
+    (body limit, rate limit, whether /metrics is public) from the services' settings."""
     state: dict[str, Any] = {}
 
     async def healthz(request: Request) -> Response:
@@ -169,11 +188,14 @@ def create_app(build: Callable[[], Services], *, run_workers: bool = True) -> St
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         services = await anyio.to_thread.run_sync(build)
+        # Built now, in a thread: its audit trail creates its event table on first use.
+        await anyio.to_thread.run_sync(lambda: services.access)
         state["services"] = services
         app.state.services = services
         for ctx in services.contexts:
             for route in ctx.routes():
                 app.router.routes.append(route)
+        app.router.routes.extend(access_routes.access_routes(services.access, services.audit))
         try:
             async with anyio.create_task_group() as tg:
                 if run_workers:
@@ -188,6 +210,14 @@ def create_app(build: Callable[[], Services], *, run_workers: bool = True) -> St
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )
+    app.add_middleware(
+        AccessControl,
+        routes=lambda: app.router.routes,
+        table=lambda: access_table(metrics_public=state["services"].settings.metrics_public),
+        keys=lambda: state["services"].access,
+        rate_limits=lambda: state["services"].rate_limits,
+    )
+    app.add_middleware(BodyLimit, max_bytes=lambda: state["services"].settings.max_body_bytes)
     app.add_middleware(RequestMetrics)
     return app
 

@@ -10,6 +10,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from memory.application.access.service import Forbidden
 from memory.application.embedding import (
     EmbeddingError,
     InputRejected,
@@ -32,7 +33,20 @@ class RequestInvalid(DomainError):
         super().__init__(f"invalid request: {summary}", details={"fields": fields})
 
 
+class PayloadTooLarge(DomainError):
+    """The request body is larger than MEMORY_MAX_BODY_BYTES (413)."""
+
+    code = "payload_too_large"
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(
+            f"request body larger than {max_bytes} bytes", details={"max_bytes": max_bytes}
+        )
+
+
 _STATUS: list[tuple[type[Exception], int]] = [
+    (PayloadTooLarge, 413),
+    (Forbidden, 403),
     (RequestInvalid, 422),
     (InvalidInput, 422),
     (NotFound, 404),

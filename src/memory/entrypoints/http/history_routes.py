@@ -20,6 +20,7 @@ from memory.application.history.feature_flags import GlobalFlag, OrgFlag
 from memory.application.history.retention import Retention
 from memory.application.history.service import HistoryService
 from memory.application.history.sweep_status import PartitionStatus
+from memory.domain.access.scopes import Scope
 from memory.domain.history.chat_event import (
     DEFAULT_DECISION,
     EVENT_TYPE_MESSAGE,
@@ -39,6 +40,7 @@ from memory.domain.history.search import (
     HistoryHit,
     HistoryQuery,
 )
+from memory.entrypoints.http.access import Access, AccessTable
 from memory.entrypoints.http.parsing import (
     Instant,
     QueryInt,
@@ -50,6 +52,27 @@ from memory.entrypoints.http.parsing import (
 )
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+ORG = "/v1/orgs/{org_id}"
+
+# Who may call what (docs/security.md): reads and ingest need the history scope for the org
+# in the path; changing an org's flags or retention needs admin for that org; what acts on
+# every org (global flags, sweeps, purges) needs an admin key for every org.
+ACCESS: AccessTable = {
+    ("POST", f"{ORG}/chat-events"): Access.org(Scope.HISTORY_WRITE),
+    ("GET", f"{ORG}/history/search"): Access.org(Scope.HISTORY_READ),
+    ("POST", "/v1/sweep"): Access.every_org(Scope.ADMIN),
+    ("GET", f"{ORG}/sweep"): Access.org(Scope.HISTORY_READ),
+    ("GET", "/v1/feature-flags"): Access.any_org(Scope.HISTORY_READ),
+    ("GET", "/v1/feature-flags/{flag}"): Access.any_org(Scope.HISTORY_READ),
+    ("PUT", "/v1/feature-flags/{flag}"): Access.every_org(Scope.ADMIN),
+    ("GET", f"{ORG}/feature-flags"): Access.org(Scope.HISTORY_READ),
+    ("GET", f"{ORG}/feature-flags/{{flag}}"): Access.org(Scope.HISTORY_READ),
+    ("PUT", f"{ORG}/feature-flags/{{flag}}"): Access.org(Scope.ADMIN),
+    ("DELETE", f"{ORG}/feature-flags/{{flag}}"): Access.org(Scope.ADMIN),
+    ("GET", f"{ORG}/retention"): Access.org(Scope.HISTORY_READ),
+    ("PUT", f"{ORG}/retention"): Access.org(Scope.ADMIN),
+    ("POST", "/v1/purge"): Access.every_org(Scope.ADMIN),
+}
 
 
 def _no_control_characters(value: str) -> str:
@@ -244,7 +267,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
             }
         )
 
-    org = "/v1/orgs/{org_id}"
+    org = ORG
     return [
         Route(f"{org}/chat-events", ingest, methods=["POST"]),
         Route(f"{org}/history/search", search, methods=["GET"]),

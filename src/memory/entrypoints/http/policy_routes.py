@@ -26,9 +26,11 @@ from memory.application.errors import DeadlineExceeded
 from memory.application.policy.commands import StoreReceipt
 from memory.application.policy.queries import SearchAnswer
 from memory.application.policy.service import PolicyService
+from memory.domain.access.scopes import Scope
 from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.search import PolicyDocument, SimilarityResult
 from memory.domain.policy.versions import PolicyVersion
+from memory.entrypoints.http.access import Access, AccessTable
 from memory.entrypoints.http.parsing import (
     QueryParams,
     StrictBody,
@@ -38,6 +40,15 @@ from memory.entrypoints.http.parsing import (
 )
 
 T = TypeVar("T")
+
+# Policies belong to no org: a key of any org with the scope may read or write them.
+ACCESS: AccessTable = {
+    ("POST", "/v1/policies"): Access.any_org(Scope.POLICIES_WRITE),
+    ("POST", "/v1/policies/search"): Access.any_org(Scope.POLICIES_READ),
+    ("PUT", "/v1/policies/{policy_id}"): Access.any_org(Scope.POLICIES_WRITE),
+    ("GET", "/v1/policies/{policy_id}/versions"): Access.any_org(Scope.POLICIES_READ),
+    ("GET", "/v1/embeddings/{embedding_ref}"): Access.any_org(Scope.POLICIES_READ),
+}
 
 
 class PolicyPath(QueryParams):

@@ -15,6 +15,7 @@ import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from importlib import resources
 
 import psycopg
@@ -54,9 +55,13 @@ def connect_timeout(wait_seconds: float) -> int:
     return max(2, math.ceil(wait_seconds))
 
 
+Connection = psycopg.Connection[dict[str, object]]
+
+
 class Database:
     """A psycopg pool with pgvector registered. Use `connection()` for a transaction,
-    `session()` for what needs a session of its own.
+    `transaction()` to make several adapters' writes one transaction, and `session()` for
+    what needs a session of its own.
 
     `direct_url` is the same database without a pooler in between. When it is given, the
     pool's `url` may be a transaction-pooling PgBouncer, where consecutive transactions of
@@ -101,6 +106,10 @@ class Database:
             open=False,
             name="memory",
         )
+        # The connection of the `transaction()` open in this thread (context), if any.
+        self._ambient: ContextVar[Connection | None] = ContextVar(
+            f"memory_transaction_{id(self)}", default=None
+        )
 
     def open(self, *, wait_seconds: float = 30.0) -> None:
         self.pool.open(wait=True, timeout=wait_seconds)
@@ -114,7 +123,14 @@ class Database:
     ) -> Iterator[psycopg.Connection[dict[str, object]]]:
         """A pooled connection inside a transaction: committed on success, rolled back on
         any exception. Waits for it at most `timeout` (default: the database's); a
-        connection failure, then or in the block, raises `DatabaseUnavailable`."""
+        connection failure, then or in the block, raises `DatabaseUnavailable`. Inside
+        `transaction()` it is that transaction's connection, and the work is a savepoint of
+        it: it commits only when the whole transaction does."""
+        ambient = self._ambient.get()
+        if ambient is not None:
+            with database_boundary(), ambient.transaction():
+                yield ambient
+            return
         wait = self.timeout if timeout is None else min(timeout, self.timeout)
         with database_boundary():
             conn = self._live_connection(wait)
@@ -124,6 +140,22 @@ class Database:
                     yield conn
             finally:
                 self.pool.putconn(conn)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One transaction that every `connection()` of this database joins while it is
+        open in the same thread: adapters written for their own transactions become parts
+        of one (how an administrative change and its audit event commit together,
+        docs/adr/0058). Nested calls join the outer transaction."""
+        with self.connection() as conn, conn.transaction():
+            if self._ambient.get() is not None:
+                yield conn
+                return
+            token = self._ambient.set(conn)
+            try:
+                yield conn
+            finally:
+                self._ambient.reset(token)
 
     def _live_connection(self, wait: float) -> psycopg.Connection[dict[str, object]]:
         deadline = time.monotonic() + wait

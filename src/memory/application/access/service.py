@@ -1,0 +1,253 @@
+"""`AccessService`: API keys — authenticate a secret, create, list and revoke keys, and the
+first admin key of a fresh installation.
+
+HTTP (`/v1/api-keys`, and the authentication in front of every route) and `memory keys`
+call this; key changes are recorded in the audit trail in the same transaction as the
+change itself.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from memory.application.access.ports import KeyStore
+from memory.application.audit.ports import AuditTrail
+from memory.domain.access.api_key import (
+    KEY_ID_BYTES,
+    SECRET_BYTES,
+    ApiKey,
+    check_key_name,
+    digests_match,
+    is_secret_format,
+    new_key_id,
+    new_secret,
+    secret_digest,
+)
+from memory.domain.access.scopes import ALL_SCOPES, Scope, parse_scopes, sorted_scopes
+from memory.domain.audit.admin_action import Action, Actor, AuditedChange
+from memory.domain.errors import AlreadyExists, DomainError, InvalidInput, NotFound
+
+# A looked-up key is trusted this long in one process: revocation reaches every process
+# within it, and a busy key costs one database lookup per second instead of one per request.
+KEY_CACHE_SECONDS = 1.0
+# Cached lookups (known and unknown secrets) per process before the cache starts afresh, so
+# a client spraying random secrets cannot grow it without bound.
+KEY_CACHE_MAX_ENTRIES = 10_000
+# `last_used_at` is written at most this often per key: it answers "is this key still in
+# use?", which needs no per-request precision and should cost no per-request write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+# A MEMORY_ADMIN_TOKEN shorter than this is refused at start-up.
+MIN_ADMIN_TOKEN_CHARS = 32
+ADMIN_TOKEN_KEY_ID = "admin-token"
+BOOTSTRAP_ACTOR = Actor("bootstrap", "memory serve")
+
+
+class Forbidden(DomainError):
+    """A valid key that may not do this (HTTP 403). The message never says whether an org
+    the key does not cover exists."""
+
+    code = "forbidden"
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedKey:
+    """A new key and its secret, which is shown this once and stored only as a digest."""
+
+    key: ApiKey
+    secret: str
+
+
+def operator_key(name: str) -> ApiKey:
+    """The operator at the command line: whoever can run `memory` against the database
+    already holds its credentials, so the CLI acts with every scope on every org."""
+    return ApiKey("cli", name, None, ALL_SCOPES, datetime.now(UTC))
+
+
+def actor_of(key: ApiKey) -> Actor:
+    return Actor(key.key_id, key.name)
+
+
+_MISS = object()
+
+
+class AccessService:
+    def __init__(
+        self,
+        store: KeyStore,
+        audit: AuditTrail,
+        *,
+        admin_token: str | None = None,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        monotonic: Callable[[], float] = time.monotonic,
+        random_bytes: Callable[[int], bytes] = secrets.token_bytes,
+    ) -> None:
+        self._store = store
+        self._audit = audit
+        self._now = now
+        self._monotonic = monotonic
+        self._random = random_bytes
+        self._cache: dict[bytes, tuple[float, ApiKey | None]] = {}
+        self._lock = threading.Lock()
+        self._admin_digest: bytes | None = None
+        if admin_token is not None:
+            if len(admin_token) < MIN_ADMIN_TOKEN_CHARS:
+                raise InvalidInput(
+                    "MEMORY_ADMIN_TOKEN", f"must be at least {MIN_ADMIN_TOKEN_CHARS} characters"
+                )
+            self._admin_digest = secret_digest(admin_token)
+        self._admin_key = ApiKey(
+            ADMIN_TOKEN_KEY_ID, "MEMORY_ADMIN_TOKEN", None, ALL_SCOPES, self._now()
+        )
+
+    # Authentication ---------------------------------------------------------------------
+
+    def cached(self, secret: str) -> ApiKey | object | None:
+        """The key for `secret` if this process looked it up less than `KEY_CACHE_SECONDS`
+        ago (None: unknown or revoked); otherwise the `MISS` marker. Never does I/O, so the
+        HTTP layer can answer most requests without a thread hop."""
+        digest = secret_digest(secret)
+        if self._admin_digest is not None and digests_match(digest, self._admin_digest):
+            return self._admin_key
+        if not is_secret_format(secret):
+            return None
+        with self._lock:
+            hit = self._cache.get(digest)
+        if hit is not None and self._monotonic() - hit[0] < KEY_CACHE_SECONDS:
+            return hit[1]
+        return _MISS
+
+    def authenticate(self, secret: str) -> ApiKey | None:
+        """The live key whose secret this is; None for a malformed, unknown or revoked one."""
+        found = self.cached(secret)
+        if found is not _MISS:
+            assert found is None or isinstance(found, ApiKey)
+            return found
+        digest = secret_digest(secret)
+        key = self._store.find(digest)
+        if key is not None and key.revoked:
+            key = None
+        if key is not None:
+            now = self._now()
+            if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
+                self._store.touch(key.key_id, now)
+        with self._lock:
+            if len(self._cache) >= KEY_CACHE_MAX_ENTRIES:
+                self._cache.clear()
+            self._cache[digest] = (self._monotonic(), key)
+        return key
+
+    @staticmethod
+    def is_miss(value: object) -> bool:
+        return value is _MISS
+
+    # Key management ---------------------------------------------------------------------
+
+    def create(
+        self, caller: ApiKey, name: str, org_id: str | None, scopes: Iterable[str]
+    ) -> CreatedKey:
+        """A new key. Only an all-orgs admin may create an all-orgs key; an org's admin key
+        creates keys of its own org only."""
+        _require_admin(caller)
+        clean_name = check_key_name(name)
+        granted = parse_scopes(scopes)
+        if org_id is None and not caller.all_orgs:
+            raise Forbidden("only an admin key for every org may create a key for every org")
+        if org_id is not None and not caller.covers(org_id):
+            raise Forbidden("this key may not manage keys of that org")
+        secret = new_secret(self._random(SECRET_BYTES))
+        key = ApiKey(
+            new_key_id(self._random(KEY_ID_BYTES)), clean_name, org_id, granted, self._now()
+        )
+
+        def change() -> tuple[CreatedKey, AuditedChange]:
+            self._store.add(key, secret_digest(secret))
+            return CreatedKey(key, secret), AuditedChange(
+                target=key.key_id, before=None, after=_described(key), org_id=org_id
+            )
+
+        return self._audit.record(actor_of(caller), Action.KEY_CREATED, change)
+
+    def keys(self, caller: ApiKey) -> list[ApiKey]:
+        """Every key an all-orgs admin sees; an org's admin sees its org's keys."""
+        _require_admin(caller)
+        return self._store.keys(caller.org_id)
+
+    def revoke(self, caller: ApiKey, key_id: str) -> ApiKey:
+        """Refused from the next request of every process on (within `KEY_CACHE_SECONDS`;
+        at once in this one). Revoking a revoked key changes nothing and records nothing."""
+        _require_admin(caller)
+        if key_id == ADMIN_TOKEN_KEY_ID:
+            raise AlreadyExists(
+                "MEMORY_ADMIN_TOKEN is configuration: unset it and restart to revoke it",
+                details={"key_id": key_id},
+            )
+        key = self._store.get(key_id)
+        # Another org's key is "not found", like an unknown one: no hint that it exists.
+        if key is None or (key.org_id is None and not caller.all_orgs):
+            raise NotFound(f"no API key {key_id!r}", details={"key_id": key_id})
+        if key.org_id is not None and not caller.covers(key.org_id):
+            raise NotFound(f"no API key {key_id!r}", details={"key_id": key_id})
+        if key.revoked:
+            return key
+        at = self._now()
+
+        def change() -> tuple[ApiKey, AuditedChange]:
+            self._store.revoke(key_id, at)
+            revoked = ApiKey(
+                key.key_id, key.name, key.org_id, key.scopes, key.created_at, key.last_used_at, at
+            )
+            return revoked, AuditedChange(
+                target=key_id,
+                before={"revoked_at": None},
+                after={"revoked_at": at.isoformat()},
+                org_id=key.org_id,
+            )
+
+        revoked = self._audit.record(actor_of(caller), Action.KEY_REVOKED, change)
+        self._forget(key_id)
+        return revoked
+
+    def bootstrap(self, name: str = "bootstrap admin") -> CreatedKey | None:
+        """Create one admin key for every org when no key exists yet (a fresh installation
+        without MEMORY_ADMIN_TOKEN); None when keys exist. Concurrent callers on one
+        database create one key between them."""
+        secret = new_secret(self._random(SECRET_BYTES))
+        key = ApiKey(new_key_id(self._random(KEY_ID_BYTES)), name, None, ALL_SCOPES, self._now())
+
+        def change() -> tuple[CreatedKey, AuditedChange]:
+            self._store.lock_bootstrap()
+            if self._store.count() > 0:
+                raise _KeysExist
+            self._store.add(key, secret_digest(secret))
+            return CreatedKey(key, secret), AuditedChange(
+                target=key.key_id, before=None, after=_described(key)
+            )
+
+        try:
+            return self._audit.record(BOOTSTRAP_ACTOR, Action.KEY_CREATED, change)
+        except _KeysExist:
+            return None
+
+    def _forget(self, key_id: str) -> None:
+        with self._lock:
+            stale = [d for d, (_, k) in self._cache.items() if k is not None and k.key_id == key_id]
+            for digest in stale:
+                del self._cache[digest]
+
+
+class _KeysExist(Exception):
+    """Bootstrap found keys: nothing to create (and nothing to record)."""
+
+
+def _require_admin(caller: ApiKey) -> None:
+    if not caller.has(Scope.ADMIN):
+        raise Forbidden("this key lacks the admin scope")
+
+
+def _described(key: ApiKey) -> dict[str, object]:
+    return {"name": key.name, "org_id": key.org_id, "scopes": sorted_scopes(key.scopes)}

@@ -1,0 +1,211 @@
+"""Authentication and authorisation of every request, in one place (docs/adr/0059).
+
+Each routes module declares, next to its routes, one table `ACCESS` from (method, path
+template) to the `Access` a request needs: a scope, and which path parameter names the org
+the request acts on. `AccessControl` (a pure ASGI middleware in front of the router) matches
+the request to its route, looks the rule up, and answers 401/403/429 before any handler
+runs. A route without a rule is refused to every key (fail closed), and a test walks every
+registered route to keep it so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memory.application.access.rate_limits import RateLimits
+from memory.application.access.service import AccessService
+from memory.domain.access.api_key import ApiKey
+from memory.domain.access.rate_limit import retry_after_header
+from memory.domain.access.scopes import Scope as KeyScope
+from memory.domain.errors import DomainError
+from memory.entrypoints.http.errors import error_body, handle_domain_error
+
+log = logging.getLogger(__name__)
+
+BEARER = "bearer"
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What a request to one route needs. `scope` None: open to anyone (only /healthz,
+    and /metrics when configured public). `org_param`: the path parameter naming the org,
+    which the key must cover. `all_orgs`: only a key for every org may call it."""
+
+    scope: KeyScope | None
+    org_param: str | None = None
+    all_orgs: bool = False
+
+    @classmethod
+    def public(cls) -> Access:
+        return cls(None)
+
+    @classmethod
+    def any_org(cls, scope: KeyScope) -> Access:
+        """The scope, whichever org the key belongs to (policies are not per org; key
+        management checks orgs in the service)."""
+        return cls(scope)
+
+    @classmethod
+    def org(cls, scope: KeyScope, param: str = "org_id") -> Access:
+        return cls(scope, org_param=param)
+
+    @classmethod
+    def every_org(cls, scope: KeyScope) -> Access:
+        return cls(scope, all_orgs=True)
+
+
+RouteKey = tuple[str, str]  # (method, path template)
+AccessTable = Mapping[RouteKey, Access]
+
+
+def api_key(scope: Scope) -> ApiKey:
+    """The key `AccessControl` authenticated for this request (a handler behind a rule
+    with a scope always has one)."""
+    key = scope.get("state", {}).get("api_key")
+    assert isinstance(key, ApiKey)
+    return key
+
+
+class AccessControl:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        routes: Callable[[], list[BaseRoute]],
+        table: Callable[[], AccessTable],
+        keys: Callable[[], AccessService],
+        rate_limits: Callable[[], RateLimits | None],
+    ) -> None:
+        self.app = app
+        self._routes = routes
+        self._table = table
+        self._keys = keys
+        self._rate_limits = rate_limits
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        route, params = self._match(scope)
+        rule = self._rule(scope, route)
+        if rule is not None and rule.scope is None:
+            await self.app(scope, receive, send)
+            return
+        token = _bearer(scope)
+        if token is None:
+            await _refuse(scope, receive, send, 401, "unauthenticated", "an API key is required")
+            return
+        try:
+            key = await self._authenticate(token)
+        except DomainError as exc:  # the key store is unreachable: 503, as for any route
+            response = await handle_domain_error(Request(scope), exc)
+            await response(scope, receive, send)
+            return
+        if key is None:
+            await _refuse(
+                scope, receive, send, 401, "unauthenticated", "unknown or revoked API key"
+            )
+            return
+        denied = _denied(rule, key, params, scope, route)
+        if denied is not None:
+            await _refuse(scope, receive, send, 403, "forbidden", denied)
+            return
+        limits = self._rate_limits()
+        if limits is not None:
+            wait = limits.take(key.key_id)
+            if wait > 0:
+                await _refuse(
+                    scope,
+                    receive,
+                    send,
+                    429,
+                    "rate_limited",
+                    "too many requests for this API key",
+                    {"Retry-After": retry_after_header(wait)},
+                )
+                return
+        scope.setdefault("state", {})["api_key"] = key
+        await self.app(scope, receive, send)
+
+    def _match(self, scope: Scope) -> tuple[BaseRoute | None, dict[str, object]]:
+        for route in self._routes():
+            match, child = route.matches(scope)
+            if match is Match.FULL:
+                return route, dict(child.get("path_params", {}))
+        return None, {}
+
+    def _rule(self, scope: Scope, route: BaseRoute | None) -> Access | None:
+        """None for a request that matches no route (it still needs a valid key; the app
+        then answers 404 or 405) and for a route without a rule (refused below)."""
+        if route is None:
+            return None
+        method = "GET" if scope["method"] == "HEAD" else scope["method"]
+        return self._table().get((method, str(getattr(route, "path", ""))))
+
+    async def _authenticate(self, token: str) -> ApiKey | None:
+        keys = self._keys()
+        found = keys.cached(token)
+        if not AccessService.is_miss(found):
+            assert found is None or isinstance(found, ApiKey)
+            return found
+        return await anyio.to_thread.run_sync(keys.authenticate, token)
+
+
+def _denied(
+    rule: Access | None,
+    key: ApiKey,
+    params: Mapping[str, object],
+    scope: Scope,
+    route: BaseRoute | None,
+) -> str | None:
+    """Why `key` may not make this request, or None. The reason for an org the key does not
+    cover is the same whether that org exists or not."""
+    if route is None:
+        return None
+    if rule is None:
+        log.error("refused %s %s: the route has no access rule", scope["method"], scope["path"])
+        return "this route has no access rule"
+    assert rule.scope is not None
+    if not key.has(rule.scope):
+        return f"this API key lacks the {rule.scope.value} scope"
+    if rule.all_orgs and not key.all_orgs:
+        return "only an API key for every org may do this"
+    if rule.org_param is not None and not key.covers(str(params.get(rule.org_param, ""))):
+        return "this API key may not act on that org"
+    return None
+
+
+def _bearer(scope: Scope) -> str | None:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            header = bytes(value).decode("latin-1")
+            scheme, _, rest = header.partition(" ")
+            token = rest.strip()
+            if scheme.lower() == BEARER and token:
+                return token
+            return None
+    return None
+
+
+async def _refuse(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    status: int,
+    code: str,
+    message: str,
+    headers: dict[str, str] | None = None,
+) -> None:
+    all_headers = dict(headers or {})
+    if status == 401:
+        all_headers["WWW-Authenticate"] = "Bearer"
+    response = JSONResponse(error_body(code, message), status, headers=all_headers)
+    await response(scope, receive, send)

@@ -1,0 +1,144 @@
+"""HTTP of access control: API keys and the audit log.
+
+POST   /v1/api-keys            create a key; the secret is in this answer only   201
+GET    /v1/api-keys            the keys the caller may manage (no secrets)       200
+DELETE /v1/api-keys/{key_id}   revoke                                            204
+GET    /v1/audit               administrative changes, newest first              200
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import anyio
+from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from memory.application.access.service import AccessService
+from memory.application.audit.ports import (
+    AUDIT_LIMIT_DEFAULT,
+    AUDIT_LIMIT_MAX,
+    AuditEntry,
+    AuditQuery,
+    AuditTrail,
+)
+from memory.domain.access.api_key import ApiKey
+from memory.domain.access.scopes import Scope, sorted_scopes
+from memory.entrypoints.http.access import Access, AccessTable, api_key
+from memory.entrypoints.http.history_routes import ORG_ID_PATTERN
+from memory.entrypoints.http.parsing import (
+    Instant,
+    QueryInt,
+    QueryParams,
+    StrictBody,
+    parse_body,
+    parse_path,
+    parse_query,
+)
+
+ACCESS: AccessTable = {
+    ("POST", "/v1/api-keys"): Access.any_org(Scope.ADMIN),
+    ("GET", "/v1/api-keys"): Access.any_org(Scope.ADMIN),
+    ("DELETE", "/v1/api-keys/{key_id}"): Access.any_org(Scope.ADMIN),
+    ("GET", "/v1/audit"): Access.every_org(Scope.ADMIN),
+}
+
+
+class NewKeyBody(StrictBody):
+    name: str
+    org_id: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
+    scopes: list[str] = Field(max_length=len(Scope))
+
+
+class KeyPath(QueryParams):
+    key_id: str = Field(max_length=64)
+
+
+class AuditParams(QueryParams):
+    since: Instant | None = None
+    until: Instant | None = None
+    org_id: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
+    limit: QueryInt = Field(default=AUDIT_LIMIT_DEFAULT, ge=1, le=AUDIT_LIMIT_MAX)
+    # The `next_cursor` of the previous page: the id of its last entry.
+    cursor: QueryInt | None = Field(default=None, ge=1)
+
+
+def access_routes(keys: AccessService, audit: AuditTrail) -> list[BaseRoute]:
+    async def create(request: Request) -> Response:
+        body = await parse_body(request, NewKeyBody)
+        caller = api_key(request.scope)
+        created = await anyio.to_thread.run_sync(
+            lambda: keys.create(caller, body.name, body.org_id, body.scopes)
+        )
+        return JSONResponse(
+            {**key_json(created.key), "secret": created.secret},
+            201,
+            headers={"Cache-Control": "no-store"},
+        )
+
+    async def listing(request: Request) -> Response:
+        caller = api_key(request.scope)
+        found = await anyio.to_thread.run_sync(keys.keys, caller)
+        return JSONResponse({"keys": [key_json(k) for k in found]})
+
+    async def revoke(request: Request) -> Response:
+        key_id = parse_path(request, KeyPath).key_id
+        caller = api_key(request.scope)
+        await anyio.to_thread.run_sync(keys.revoke, caller, key_id)
+        return Response(status_code=204)
+
+    async def audit_log(request: Request) -> Response:
+        params = parse_query(request, AuditParams)
+        query = AuditQuery(
+            since=params.since,
+            until=params.until,
+            org_id=params.org_id,
+            limit=params.limit,
+            before_id=params.cursor,
+        )
+        page = await anyio.to_thread.run_sync(audit.entries, query)
+        return JSONResponse(
+            {
+                "entries": [_entry_json(e) for e in page.entries],
+                "next_cursor": None if page.next_before_id is None else str(page.next_before_id),
+            }
+        )
+
+    return [
+        Route("/v1/api-keys", create, methods=["POST"]),
+        Route("/v1/api-keys", listing, methods=["GET"]),
+        Route("/v1/api-keys/{key_id}", revoke, methods=["DELETE"]),
+        Route("/v1/audit", audit_log, methods=["GET"]),
+    ]
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def key_json(key: ApiKey) -> dict[str, Any]:
+    return {
+        "key_id": key.key_id,
+        "name": key.name,
+        "org_id": key.org_id,
+        "scopes": sorted_scopes(key.scopes),
+        "created_at": _iso(key.created_at),
+        "last_used_at": _iso(key.last_used_at),
+        "revoked_at": _iso(key.revoked_at),
+    }
+
+
+def _entry_json(entry: AuditEntry) -> dict[str, Any]:
+    return {
+        "id": str(entry.id),
+        "recorded_at": entry.recorded_at.isoformat(),
+        "actor": {"key_id": entry.actor.key_id, "name": entry.actor.name},
+        "action": entry.action,
+        "org_id": entry.org_id,
+        "target": entry.target,
+        "before": entry.before,
+        "after": entry.after,
+    }

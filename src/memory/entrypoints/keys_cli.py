@@ -1,0 +1,67 @@
+"""`memory keys create|list|revoke`: API keys from the command line.
+
+The command line acts as the operator (whoever can run it holds the database's
+credentials); its changes are in the audit log under the key id "cli" and the OS user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from typing import Any
+
+from memory.application.access.service import operator_key
+from memory.domain.access.api_key import ApiKey
+from memory.domain.access.scopes import Scope
+from memory.domain.errors import DomainError
+from memory.infrastructure.settings import Settings
+
+
+def _operator() -> ApiKey:
+    return operator_key(f"cli:{getpass.getuser()}")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from memory.entrypoints.bootstrap import opened
+    from memory.entrypoints.http.access_routes import key_json
+
+    settings: Settings = args.settings
+    with opened(settings, contexts=()) as services:
+        try:
+            if args.keys_command == "create":
+                created = services.access.create(_operator(), args.name, args.org, args.scope)
+                print(json.dumps(key_json(created.key), indent=2), file=sys.stderr)
+                # The secret alone on stdout, so `memory keys create ... > file` keeps it.
+                print(created.secret)
+            elif args.keys_command == "list":
+                keys = services.access.keys(_operator())
+                print(json.dumps({"keys": [key_json(k) for k in keys]}, indent=2))
+            else:
+                revoked = services.access.revoke(_operator(), args.key_id)
+                print(json.dumps(key_json(revoked), indent=2))
+        except DomainError as exc:
+            print(f"memory: {exc.message}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    keys = sub.add_parser("keys", help="API keys: create, list, revoke")
+    commands = keys.add_subparsers(dest="keys_command", required=True)
+    create = commands.add_parser("create", help="create a key; prints its secret once")
+    create.add_argument("--name", required=True)
+    create.add_argument("--org", default=None, help="the key's org (default: every org)")
+    create.add_argument(
+        "--scope",
+        action="append",
+        required=True,
+        choices=[s.value for s in Scope],
+        help="repeat for several scopes",
+    )
+    commands.add_parser("list", help="every key (never secrets)")
+    revoke = commands.add_parser("revoke", help="revoke a key (refused from the next request)")
+    revoke.add_argument("key_id")
+    for command in (create, commands.choices["list"], revoke):
+        command.set_defaults(func=_run)

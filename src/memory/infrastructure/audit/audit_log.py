@@ -1,0 +1,135 @@
+"""The audit trail: `AdminAction` events in the event store (the eventsourcing library's
+table `auditlog_events`), each written in the transaction of the change it records.
+
+The library's own recorders open their own connections, so a write through them could
+commit while the change it describes rolls back (or the reverse). The library's
+`ProcessRecorder` solves the same problem for tracking records by doing both inside one
+transaction (`_insert_events(curs, ...)`); here the change runs in the service's ambient
+transaction (`Database.transaction()`) and the event goes into that same transaction through
+the recorder's own statements (table lock for commit-ordered notification ids, NOTIFY,
+INSERT), with an index row in `audit_log` for filtering (docs/adr/0058).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+from uuid import UUID
+
+from eventsourcing.application import Application
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.postgres import PostgresApplicationRecorder
+from psycopg import sql
+from psycopg.rows import DictRow
+from psycopg.types.composite import register_composite
+
+from memory.application.audit.ports import AuditEntry, AuditPage, AuditQuery
+from memory.domain.audit.admin_action import Action, Actor, AdminAction, AuditedChange
+from memory.infrastructure.postgres.database import MIGRATION_LOCK_KEY, Connection, Database
+from memory.infrastructure.postgres.event_store import EventStoreConnection
+
+T = TypeVar("T")
+AUDIT_APPLICATION = "AuditLog"
+
+
+class AuditLogApplication(Application[UUID]):
+    """Its name makes the library's table `auditlog_events`."""
+
+    name = AUDIT_APPLICATION
+
+
+class PostgresAuditTrail:
+    """`AuditTrail` on the service's database."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+        # Constructing the application creates the event table (under the migration lock,
+        # as for the sweep's watermarks) and reads its composite type; after that the
+        # library's own pool is not needed: every read and write runs on the service's.
+        with database.connection() as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
+            conn.commit()
+            try:
+                env = EventStoreConnection.from_url(database.url).env(AUDIT_APPLICATION)
+                app = AuditLogApplication(env=env)
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
+                conn.commit()
+        recorder = app.recorder
+        assert isinstance(recorder, PostgresApplicationRecorder)
+        self._recorder = recorder
+        self._mapper = app.mapper
+        self._type = recorder.datastore.psycopg_type_adapters[recorder.stored_event_type_name]
+        recorder.datastore.close()
+        self._events_table = sql.Identifier(recorder.events_table_name)
+
+    def record(
+        self, actor: Actor, action: Action, change: Callable[[], tuple[T, AuditedChange]]
+    ) -> T:
+        with self._db.transaction() as conn:
+            result, audited = change()
+            self._append(conn, AdminAction.record(actor, action, audited))
+        return result
+
+    def _append(self, conn: Connection, entry: AdminAction) -> None:
+        stored = [self._mapper.to_stored_event(e) for e in entry.collect_events()]
+        if conn.adapters.types.get(self._type.oid) is None:
+            register_composite(self._type, conn)
+        with conn.cursor() as curs:
+            library_cursor = cast(Any, curs)
+            self._recorder._insert_stored_events(library_cursor, stored)
+            ids = self._recorder._fetch_ids_after_insert_events(library_cursor, stored)
+            assert ids is not None and len(ids) == 1
+            curs.execute(
+                "INSERT INTO audit_log (notification_id, originator_id, recorded_at, org_id,"
+                " action) VALUES (%s, %s, %s, %s, %s)",
+                (ids[0], entry.id, entry.created_on, entry.org_id, entry.action),
+            )
+
+    def entries(self, query: AuditQuery) -> AuditPage:
+        conditions: list[sql.Composable] = [sql.SQL("TRUE")]
+        params: dict[str, Any] = {"limit": query.limit + 1}
+        if query.since is not None:
+            conditions.append(sql.SQL("a.recorded_at >= %(since)s"))
+            params["since"] = query.since
+        if query.until is not None:
+            conditions.append(sql.SQL("a.recorded_at < %(until)s"))
+            params["until"] = query.until
+        if query.org_id is not None:
+            conditions.append(sql.SQL("a.org_id = %(org_id)s"))
+            params["org_id"] = query.org_id
+        if query.before_id is not None:
+            conditions.append(sql.SQL("a.notification_id < %(before_id)s"))
+            params["before_id"] = query.before_id
+        statement = sql.SQL(
+            "SELECT e.notification_id, e.originator_id, e.originator_version, e.topic, e.state"
+            " FROM audit_log a JOIN {events} e ON e.notification_id = a.notification_id"
+            " WHERE {where} ORDER BY a.notification_id DESC LIMIT %(limit)s"
+        ).format(events=self._events_table, where=sql.SQL(" AND ").join(conditions))
+        with self._db.connection() as conn:
+            rows = conn.execute(statement, params).fetchall()
+        entries = [self._entry(cast(DictRow, row)) for row in rows[: query.limit]]
+        more = len(rows) > query.limit
+        return AuditPage(entries, entries[-1].id if more and entries else None)
+
+    def _entry(self, row: DictRow) -> AuditEntry:
+        event = self._mapper.to_domain_event(
+            StoredEvent(
+                originator_id=row["originator_id"],
+                originator_version=row["originator_version"],
+                topic=row["topic"],
+                state=bytes(row["state"]),
+            )
+        )
+        assert isinstance(event, AdminAction.Recorded)
+        return AuditEntry(
+            id=int(row["notification_id"]),
+            recorded_at=event.timestamp,
+            actor=Actor(event.actor_key_id, event.actor_name),
+            action=event.action,
+            org_id=event.org_id,
+            target=event.target,
+            before=json.loads(event.before),
+            after=json.loads(event.after),
+        )
