@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx
+from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
 from tests.integration.embedding.conftest import FakeOllama
 
 from memory.infrastructure.postgres.embedded import free_port
@@ -38,6 +39,7 @@ def _serve(home: Path, port: int, model_url: str, log: IO[bytes]) -> subprocess.
     env.update(
         {
             "MEMORY_HOME": str(home),
+            "MEMORY_ADMIN_TOKEN": TEST_ADMIN_TOKEN,
             "MEMORY_POLICY_MODEL": "hash:384",
             "MEMORY_HISTORY_MODEL": "ollama:bge-m3",
             "MEMORY_OLLAMA_URL": model_url,
@@ -105,9 +107,17 @@ def test_sigterm_mid_sweep_exits_within_the_drain_time_and_loses_nothing(
             first = _serve(home, port, server.url, log)
             try:
                 _wait_healthy(base, first)
-                assert httpx.put(f"{base}{SEMANTIC}", json={"enabled": True}).status_code == 200
+                assert (
+                    httpx.put(
+                        f"{base}{SEMANTIC}", json={"enabled": True}, headers=AUTH_HEADERS
+                    ).status_code
+                    == 200
+                )
                 ingested = httpx.post(
-                    f"{base}/v1/orgs/acme/chat-events", json={"events": _events()}, timeout=30
+                    f"{base}/v1/orgs/acme/chat-events",
+                    json={"events": _events()},
+                    headers=AUTH_HEADERS,
+                    timeout=30,
                 )
                 assert ingested.json()["inserted"] == WINDOWS
                 # Wait until a pass is inside a model call.
@@ -134,7 +144,9 @@ def test_sigterm_mid_sweep_exits_within_the_drain_time_and_loses_nothing(
                 _wait_healthy(base, second)
                 deadline = time.monotonic() + 120
                 while True:
-                    status = httpx.get(f"{base}/v1/orgs/acme/sweep", timeout=30).json()
+                    status = httpx.get(
+                        f"{base}/v1/orgs/acme/sweep", headers=AUTH_HEADERS, timeout=30
+                    ).json()
                     if status["partitions"][0]["lag"]["events"] == 0:
                         break
                     assert time.monotonic() < deadline, status
