@@ -191,7 +191,8 @@ def test_rows_stored_before_the_migration_are_reindexed_resumably(
     legacy_database(database_url)
     fresh.open()
     try:
-        assert fresh.migrate() == [CJK_MIGRATION]
+        later = [n for n, _ in database_module._migration_files() if n >= CJK_MIGRATION]
+        assert fresh.migrate() == later and later[0] == CJK_MIGRATION
     finally:
         fresh.close()
     runtime = make_runtime()
