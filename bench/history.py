@@ -75,6 +75,10 @@ slow software status stock subscription support tax team ticket token transfer u
 upload user verify voucher wallet warehouse website weekly wifi window
 """.split()  # noqa: SIM905
 
+# The servers the bench starts accept this admin key (MEMORY_ADMIN_TOKEN); the bench sends it.
+BENCH_ADMIN_TOKEN = os.environ.get("MEMORY_ADMIN_TOKEN") or "bench-admin-token-0123456789abcdefghij"
+AUTH = {"Authorization": f"Bearer {BENCH_ADMIN_TOKEN}"}
+
 
 @dataclass
 class Row:
@@ -156,6 +160,7 @@ def cluster() -> Iterator[str]:
 def serve(url: str, home: Path) -> Iterator[str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
+    env["MEMORY_ADMIN_TOKEN"] = BENCH_ADMIN_TOKEN
     env |= {
         "MEMORY_DATABASE_URL": url,
         "MEMORY_HOME": str(home),
@@ -269,7 +274,10 @@ def bench_ingest(
     app_events = [
         e for w in conversations(rng, "ingest-app", windows, words=12, start=start) for e in w
     ]
-    with serve(url, home / "serve") as base, httpx.Client(base_url=base, timeout=60) as client:
+    with (
+        serve(url, home / "serve") as base,
+        httpx.Client(base_url=base, timeout=60, headers=AUTH) as client,
+    ):
         client.post("/v1/orgs/warmup/chat-events", json={"events": [as_json(http_events[0])]})
         started = time.perf_counter()
         for i in tqdm(range(0, len(http_events), batch), desc="ingest over HTTP"):

@@ -82,6 +82,10 @@ weekly workplace
 """
 WORDS = _WORD_LIST.split()
 
+# The servers the bench starts accept this admin key (MEMORY_ADMIN_TOKEN); the bench sends it.
+BENCH_ADMIN_TOKEN = os.environ.get("MEMORY_ADMIN_TOKEN") or "bench-admin-token-0123456789abcdefghij"
+AUTH = {"Authorization": f"Bearer {BENCH_ADMIN_TOKEN}"}
+
 
 def policy_text(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 40))) + "."
@@ -159,6 +163,7 @@ def serve(database_url: str, workdir: Path, name: str, **settings: str) -> Itera
     """`memory serve` in a subprocess on a free loopback port; yields its base URL."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
+    env["MEMORY_ADMIN_TOKEN"] = BENCH_ADMIN_TOKEN
     env.update({"MEMORY_DATABASE_URL": database_url, "MEMORY_LOG_LEVEL": "WARNING"})
     env.update({f"MEMORY_{k.upper()}": v for k, v in settings.items()})
     log_path = workdir / f"serve-{name}.log"
@@ -355,7 +360,7 @@ def store_throughput(
         assert response.json()["searchable"], "store answered before it was searchable"
 
     started = time.perf_counter()
-    with httpx.Client(base_url=base, timeout=30) as client:
+    with httpx.Client(base_url=base, timeout=30, headers=AUTH) as client:
         if workers == 1:
             for body in tqdm(bodies, desc="store x1", unit="req", file=sys.stderr, leave=False):
                 store(body, client)
@@ -392,7 +397,7 @@ def store_to_searchable_lag(base: str, database_url: str, count: int, seed: int)
     rng = random.Random(seed)
     lags: list[float] = []
     try:
-        with httpx.Client(base_url=base, timeout=10) as client:
+        with httpx.Client(base_url=base, timeout=10, headers=AUTH) as client:
             for i in tqdm(range(count), desc="lag", unit="write", file=sys.stderr, leave=False):
                 receipt = commands.store(*_fields(policy(i, rng, "lag")))
                 committed = time.perf_counter()
@@ -455,8 +460,8 @@ def run_in_process(args: argparse.Namespace) -> str:
                 serve(
                     url, workdir, "exact", policy_model="hash:384", policy_search_mode="exact"
                 ) as exact,
-                httpx.Client(base_url=hnsw, timeout=30) as h,
-                httpx.Client(base_url=exact, timeout=30) as e,
+                httpx.Client(base_url=hnsw, timeout=30, headers=AUTH) as h,
+                httpx.Client(base_url=exact, timeout=30, headers=AUTH) as e,
             ):
                 hnsw_run = timed_searches(h, queries, "hnsw", **common)
                 baseline = hnsw_run.latencies
@@ -496,7 +501,7 @@ def run_in_process(args: argparse.Namespace) -> str:
                     )
                 )
                 wait_caught_up(local, "local projector catch-up")
-                with httpx.Client(base_url=local, timeout=30) as client:
+                with httpx.Client(base_url=local, timeout=30, headers=AUTH) as client:
                     local_run = timed_searches(client, queries, "local", **common)
                 embed_p50 = statistics.median(local_run.embed_ms)
                 report.add(
@@ -533,7 +538,7 @@ def run_against(args: argparse.Namespace) -> str:
     queries = [query_text(rng) for _ in range(args.queries + WARMUP_QUERIES)]
     common = {"similarity_threshold": SEARCH_THRESHOLD, "limit": SEARCH_LIMIT}
     report.add(store_throughput(args.base_url, args.policies, 8, f"bench{args.seed}-", 1))
-    with httpx.Client(base_url=args.base_url, timeout=30) as client:
+    with httpx.Client(base_url=args.base_url, timeout=30, headers=AUTH) as client:
         run = timed_searches(client, queries, "search", **common)
         report.add(
             search_row(
