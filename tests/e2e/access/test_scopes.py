@@ -12,6 +12,9 @@ import httpx
 import pytest
 from tests.e2e.access.conftest import FullApp, Running
 
+from memory.application.errors import DatabaseUnavailable
+from memory.infrastructure.access.key_store import PostgresKeyStore
+
 pytestmark = pytest.mark.anyio
 
 OWN, OTHER, NOWHERE = "acme", "globex", "no-such-org"
@@ -247,3 +250,19 @@ async def test_key_management_over_http(full_app: FullApp) -> None:
             assert (await gone.get("/v1/api-keys")).status_code == 401
         listed = (await running.admin.get("/v1/api-keys")).json()["keys"]
         assert next(k for k in listed if k["key_id"] == body["key_id"])["revoked_at"] is not None
+
+
+async def test_a_key_that_cannot_be_looked_up_is_503_not_a_refusal(
+    full_app: FullApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with full_app() as running:
+        secret = await running.new_key("reader", OWN, "history:read")
+
+        def down(self: object, digest: bytes) -> None:
+            raise DatabaseUnavailable("database unavailable")
+
+        monkeypatch.setattr(PostgresKeyStore, "find", down)
+        async with running.client(secret) as client:
+            response = await client.get(f"/v1/orgs/{OWN}/sweep")
+    assert response.status_code == 503, response.text
+    assert int(response.headers["retry-after"]) > 0
