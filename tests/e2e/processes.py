@@ -11,16 +11,23 @@ import time
 from pathlib import Path
 
 import httpx
+from tests.conftest import TEST_ADMIN_TOKEN
 
 STARTUP_DEADLINE_SECONDS = 60
 # Fast, deterministic models: these tests are about processes and the database, not meaning.
 HASH_MODELS = {"MEMORY_POLICY_MODEL": "hash:384", "MEMORY_HISTORY_MODEL": "hash:1024"}
 
 
-def serve(home: Path, port: int, **env_overrides: str) -> subprocess.Popen[bytes]:
-    """Start `memory serve` on `port` with only the given MEMORY_* settings."""
+def serve(
+    home: Path, port: int, *, admin_token: bool = True, **env_overrides: str
+) -> subprocess.Popen[bytes]:
+    """Start `memory serve` on `port` with only the given MEMORY_* settings, and the test
+    admin key (`AUTH_HEADERS`) unless `admin_token=False` (then the server bootstraps its
+    own key into the home: `admin_headers(home)`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_") and k != "PYTHONPATH"}
     env["MEMORY_HOME"] = str(home)
+    if admin_token:
+        env["MEMORY_ADMIN_TOKEN"] = TEST_ADMIN_TOKEN
     env.update(env_overrides)
     return subprocess.Popen(
         [sys.executable, "-m", "memory.entrypoints.cli", "serve", "--port", str(port)],

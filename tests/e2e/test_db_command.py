@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import psycopg
+from tests.conftest import AUTH_HEADERS
 from tests.e2e.processes import HASH_MODELS, memory_cli, serve, terminate, wait_healthy
 
 from memory.entrypoints.db_cli import EXIT_NOT_RUNNING
@@ -56,12 +57,15 @@ def test_db_start_outlives_the_command_serves_several_servers_and_only_db_stop_s
             stored = httpx.post(
                 f"http://127.0.0.1:{ports[0]}/v1/policies",
                 json={"policy_id": "shared", "content": "Stored through the first server."},
+                headers=AUTH_HEADERS,
                 timeout=30.0,
             )
             assert stored.status_code == 201, stored.text
             for port in ports[1:]:
                 seen = httpx.get(
-                    f"http://127.0.0.1:{port}/v1/policies/shared/versions", timeout=10.0
+                    f"http://127.0.0.1:{port}/v1/policies/shared/versions",
+                    headers=AUTH_HEADERS,
+                    timeout=10.0,
                 )
                 assert seen.status_code == 200, seen.text
         finally:

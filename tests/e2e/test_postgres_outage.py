@@ -217,8 +217,13 @@ def test_serve_answers_503_while_postgres_is_down_and_recovers_when_it_returns(
         )
         assert "C1-0" in server.semantic_event_ids()
         # The refused changes changed nothing.
-        assert httpx.get(server.base + "/v1/orgs/acme/retention").json()["days"] != 1
-        versions = httpx.get(server.base + "/v1/policies/before/versions").json()
+        assert (
+            httpx.get(server.base + "/v1/orgs/acme/retention", headers=AUTH_HEADERS).json()["days"]
+            != 1
+        )
+        versions = httpx.get(
+            server.base + "/v1/policies/before/versions", headers=AUTH_HEADERS
+        ).json()
         assert len(versions["versions"]) == 1
     finally:
         log = terminate(proc)

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import httpx
+from tests.conftest import AUTH_HEADERS
 from tests.e2e.processes import HASH_MODELS, admin_headers, serve, terminate, wait_healthy
 
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, free_port
@@ -36,7 +37,7 @@ def test_serve_starts_embedded_database_answers_health_and_stops_cleanly(
     cluster_home: Path,
 ) -> None:
     port = free_port()
-    proc = serve(cluster_home / "home", port)
+    proc = serve(cluster_home / "home", port, admin_token=False)
     try:
         response = wait_healthy(f"http://127.0.0.1:{port}/healthz", proc)
         assert response.status_code == 200
@@ -102,7 +103,7 @@ def test_second_server_on_a_home_attaches_and_only_the_owner_stops_the_cluster(
         stored = httpx.post(
             f"http://127.0.0.1:{attached_port}/v1/policies",
             json={"policy_id": "shared", "content": "Both servers use one cluster."},
-            headers=admin_headers(home),
+            headers=AUTH_HEADERS,
             timeout=30.0,
         )
         assert stored.status_code == 201, stored.text
@@ -114,7 +115,7 @@ def test_second_server_on_a_home_attaches_and_only_the_owner_stops_the_cluster(
         assert EmbeddedPostgres(home).running(), "an attached server leaves the cluster running"
         versions = httpx.get(
             f"http://127.0.0.1:{owner_port}/v1/policies/shared/versions",
-            headers=admin_headers(home),
+            headers=AUTH_HEADERS,
             timeout=10.0,
         )
         assert versions.status_code == 200, versions.text
