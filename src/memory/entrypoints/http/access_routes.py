@@ -27,8 +27,8 @@ from memory.application.audit.ports import (
 )
 from memory.domain.access.api_key import ApiKey
 from memory.domain.access.scopes import Scope, sorted_scopes
+from memory.domain.history.chat_input import ORG_ID_PATTERN
 from memory.entrypoints.http.access import Access, AccessTable, api_key
-from memory.entrypoints.http.history_routes import ORG_ID_PATTERN
 from memory.entrypoints.http.parsing import (
     Instant,
     QueryInt,

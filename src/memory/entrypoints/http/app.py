@@ -3,6 +3,7 @@ a lifespan that runs the background workers."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
