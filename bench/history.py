@@ -41,6 +41,7 @@ from tqdm import tqdm
 
 from memory.application.embedding import EmbeddingModel, ModelStatus
 from memory.application.history.sweep import EMBED_BATCH_WINDOWS
+from memory.domain.audit.admin_action import Actor
 from memory.domain.embedding import EmbeddingVector, ModelIdentity
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.conversation import ChatMessage, render
@@ -76,6 +77,7 @@ upload user verify voucher wallet warehouse website weekly wifi window
 """.split()  # noqa: SIM905
 
 # The servers the bench starts accept this admin key (MEMORY_ADMIN_TOKEN); the bench sends it.
+BENCH_ACTOR = Actor("bench", "bench/history.py")
 BENCH_ADMIN_TOKEN = os.environ.get("MEMORY_ADMIN_TOKEN") or "bench-admin-token-0123456789abcdefghij"
 AUTH = {"Authorization": f"Bearer {BENCH_ADMIN_TOKEN}"}
 
@@ -328,7 +330,7 @@ def bench_sweep(
     timed = TimedModel(model)
     runtime = HistoryRuntime(Settings(), database, timed)
     try:
-        runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True)
+        runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=BENCH_ACTOR)
         for i in range(0, len(convs), 300):
             runtime.service.ingest(org, [e for w in convs[i : i + 300] for e in w])
         model.embed_documents(texts[:2])  # warm-up
@@ -401,7 +403,7 @@ def bench_search(
     runtime = HistoryRuntime(Settings(), database, model)
     rows: list[Row] = []
     try:
-        runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True)
+        runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=BENCH_ACTOR)
         start = datetime.now(UTC) - timedelta(days=20)
         for size in sizes:
             org = f"search-{size}"
@@ -431,7 +433,7 @@ def bench_search(
 
             hybrid_ms = latency(hybrid, texts, f"hybrid {size:,}")
             knn_ms = latency(knn, texts, f"knn {size:,}")
-            runtime.service.set_org_flag(org, SEMANTIC_SEARCH_FLAG, False)
+            runtime.service.set_org_flag(org, SEMANTIC_SEARCH_FLAG, False, actor=BENCH_ACTOR)
 
             def fts(q: str, org: str = org) -> None:
                 result = runtime.service.search(org, HistoryQuery(q, limit=SEARCH_LIMIT))

@@ -15,11 +15,13 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
+from memory.application.audit.ports import AuditEntry, AuditPage, AuditQuery
 from memory.application.embedding import (
     EmbeddingError,
     InputRejected,
@@ -36,6 +38,7 @@ from memory.application.history.ports import (
 )
 from memory.application.history.service import HistoryPorts
 from memory.application.history.watermarks import SweepWatermarks
+from memory.domain.audit.admin_action import Action, Actor, AuditedChange
 from memory.domain.embedding import EmbeddingVector, ModelIdentity
 from memory.domain.history.chat_event import EMBEDDABLE_DECISIONS, EVENT_TYPE_MESSAGE, ChatEvent
 from memory.domain.history.conversation import ChatMessage
@@ -48,6 +51,10 @@ from memory.domain.time_range import AcceptedTimeRange
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 
 # How long a gated fake waits for its gate before failing the test.
+T = TypeVar("T")
+
+# Who tests say makes an administrative change (the audit log records it).
+TEST_ACTOR = Actor("key_test", "tests")
 GATE_TIMEOUT_SECONDS = 20
 
 
@@ -546,3 +553,36 @@ def chat_message(
         occurred_at=at,
     )
     return replace(base, **fields) if fields else base
+
+
+class InMemoryAuditTrail:
+    """The audit trail in memory: runs the change, keeps the event it would record (and
+    records nothing when the change raises), as `PostgresAuditTrail` does in one transaction."""
+
+    def __init__(self) -> None:
+        self.recorded: list[AuditEntry] = []
+
+    def record(
+        self, actor: Actor, action: Action, change: Callable[[], tuple[T, AuditedChange]]
+    ) -> T:
+        result, audited = change()
+        self.recorded.append(
+            AuditEntry(
+                id=len(self.recorded) + 1,
+                recorded_at=datetime.now(UTC),
+                actor=actor,
+                action=action.value,
+                org_id=audited.org_id,
+                target=audited.target,
+                before=audited.before,
+                after=audited.after,
+            )
+        )
+        return result
+
+    def entries(self, query: AuditQuery) -> AuditPage:
+        newest = list(reversed(self.recorded))[: query.limit]
+        return AuditPage(newest, None)
+
+    def actions(self) -> list[str]:
+        return [e.action for e in self.recorded]

@@ -45,6 +45,7 @@ from memory.application.policy.ports import ProjectionBusy, ProjectorFailed, Sto
 from memory.application.policy.queries import SearchAnswer
 from memory.application.policy.service import PolicyService
 from memory.domain.active_model import ActiveModelDrop
+from memory.domain.audit.admin_action import Actor
 from memory.domain.errors import AlreadyExists, DomainError, InvalidInput, NotFound
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG
@@ -59,6 +60,7 @@ __all__ = [
     "MODULE_FLAG",
     "SEMANTIC_SEARCH_FLAG",
     "ActiveModelDrop",
+    "Actor",
     "AlreadyExists",
     "ChatEvent",
     "DeadlineExceeded",

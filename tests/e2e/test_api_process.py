@@ -24,6 +24,8 @@ settings = api.Settings(
     database_url=sys.argv[1], home=sys.argv[2], policy_model="hash:384",
     history_model="hash:1024", projection_wait_timeout=20,
 )
+# A sibling context names itself in the audit log.
+SIBLING = api.Actor("sibling", "test sibling context")
 with api.open(settings, workers=True) as mem:
     receipt = mem.policies.store(
         "pw-reset", "Staff must reset their password every 90 days.", {"title": "Passwords"}
@@ -36,7 +38,7 @@ with api.open(settings, workers=True) as mem:
     except api.AlreadyExists as exc:
         out["conflict"] = exc.code
 
-    mem.history.set_global_flag(api.SEMANTIC_SEARCH_FLAG, True)
+    mem.history.set_global_flag(api.SEMANTIC_SEARCH_FLAG, True, actor=SIBLING)
     start = datetime.now(UTC) - timedelta(hours=3)
     events = [
         api.ChatEvent(
@@ -52,7 +54,7 @@ with api.open(settings, workers=True) as mem:
     out["semantic"] = result.semantic.value
     out["history_hits"] = sorted({h.event_id for h in result.hits})
     try:
-        mem.history.set_retention("acme", 0)
+        mem.history.set_retention("acme", 0, actor=SIBLING)
     except api.InvalidInput as exc:
         out["invalid_field"] = exc.field
     out["web_modules_at_end"] = sorted(

@@ -115,12 +115,14 @@ def build_services(
         applied = database.migrate()
         if applied:
             log.info("applied migrations: %s", ", ".join(applied))
-        builders: dict[str, Callable[[Settings, Database, ModelRegistry], ContextRuntime]] = {
+        builders: dict[str, Callable[..., ContextRuntime]] = {
             "policy": policy_runtime.build,
             "history": history_runtime.build,
         }
         for name in contexts:
-            services.contexts.append(builders[name](settings, database, services.models))
+            services.contexts.append(
+                builders[name](settings, database, services.models, audit=services.audit)
+            )
     except BaseException:
         services.close()
         raise

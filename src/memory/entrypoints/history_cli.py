@@ -14,8 +14,10 @@ from tqdm import tqdm
 
 from memory.application.history.service import HistoryService
 from memory.application.history.sweep import PartitionReport
+from memory.domain.audit.admin_action import Actor
 from memory.domain.errors import DomainError
 from memory.entrypoints.cli_output import emit, error
+from memory.entrypoints.operator import cli_actor
 from memory.infrastructure.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -100,12 +102,16 @@ def _print(data: dict[str, Any], title: str | None = None) -> None:
 def _sweep(args: argparse.Namespace) -> int:
     settings: Settings = args.settings
     with _history(settings) as history:
+        # The operator started this: the first pass is recorded (later ones of a loop are
+        # the command's own schedule).
+        actor: Actor | None = cli_actor()
         while True:
             bar = SweepBar()
             try:
-                report = history.sweep(args.org, trigger="cli", progress=bar)
+                report = history.sweep(args.org, trigger="cli", progress=bar, actor=actor)
             finally:
                 bar.close()
+            actor = None
             _print(report.summary())
             if args.once:
                 return 0
@@ -116,7 +122,7 @@ def _purge(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
         bar = _PurgeBar()
         try:
-            report = history.purge(args.org, observer=bar)
+            report = history.purge(args.org, observer=bar, actor=cli_actor())
         finally:
             bar.close()
         _print(
@@ -132,7 +138,7 @@ def _purge(args: argparse.Namespace) -> int:
 def _drop_model(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
         try:
-            report = history.drop_model(args.model)
+            report = history.drop_model(args.model, actor=cli_actor())
         except DomainError as exc:
             error(exc.message)
             return 2
@@ -150,7 +156,7 @@ def _retention(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
         try:
             if args.days is not None:
-                found = history.set_retention(args.org, args.days)
+                found = history.set_retention(args.org, args.days, actor=cli_actor())
             else:
                 found = history.retention(args.org)
         except DomainError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from memory.application.audit.ports import AuditTrail
 from memory.application.embedding import EmbeddingModel
 from memory.application.history.ports import Clock
 from memory.application.history.retention import PurgeReport
@@ -15,6 +16,7 @@ from memory.application.history.watermarks import SweepWatermarks
 from memory.application.observer import ServiceCall, ServiceObserver
 from memory.entrypoints.runtime import Worker
 from memory.entrypoints.workers.history import HistoryWorkers
+from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.embedding.factory import ModelRegistry, stored_model_id
 from memory.infrastructure.history.chat_events import PostgresChatEventLog
 from memory.infrastructure.history.chinese_words import jieba_words
@@ -81,7 +83,9 @@ class HistoryRuntime:
         clock: Clock = system_clock,
         watermarks: SweepWatermarks | None = None,
         observers: tuple[ServiceObserver, ...] | None = None,
+        audit: AuditTrail | None = None,
     ) -> None:
+        """`audit`: the composition root's audit trail (else one of its own)."""
         self.settings = settings
         self.database = database
         self.model = model
@@ -115,6 +119,7 @@ class HistoryRuntime:
             max_future_skew=timedelta(seconds=settings.max_future_skew),
             similarity_floor=settings.history_similarity_floor,
             stored_model_id=stored_model_id,
+            audit=audit if audit is not None else PostgresAuditTrail(database),
             observers=(
                 (HistoryMetrics(), ServiceLog(), self.last_runs)
                 if observers is None
@@ -163,5 +168,11 @@ class HistoryRuntime:
         self.watermarks.close()
 
 
-def build(settings: Settings, database: Database, models: ModelRegistry) -> HistoryRuntime:
-    return HistoryRuntime(settings, database, models.get(settings.history_model))
+def build(
+    settings: Settings,
+    database: Database,
+    models: ModelRegistry,
+    *,
+    audit: AuditTrail | None = None,
+) -> HistoryRuntime:
+    return HistoryRuntime(settings, database, models.get(settings.history_model), audit=audit)

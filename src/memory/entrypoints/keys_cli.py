@@ -7,39 +7,33 @@ credentials); its changes are in the audit log under the key id "cli" and the OS
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import sys
 from typing import Any
 
-from memory.application.access.service import operator_key
-from memory.domain.access.api_key import ApiKey
 from memory.domain.access.scopes import Scope
 from memory.domain.errors import DomainError
 from memory.infrastructure.settings import Settings
 
 
-def _operator() -> ApiKey:
-    return operator_key(f"cli:{getpass.getuser()}")
-
-
 def _run(args: argparse.Namespace) -> int:
     from memory.entrypoints.bootstrap import opened
     from memory.entrypoints.http.access_routes import key_json
+    from memory.entrypoints.operator import cli_operator
 
     settings: Settings = args.settings
     with opened(settings, contexts=()) as services:
         try:
             if args.keys_command == "create":
-                created = services.access.create(_operator(), args.name, args.org, args.scope)
+                created = services.access.create(cli_operator(), args.name, args.org, args.scope)
                 print(json.dumps(key_json(created.key), indent=2), file=sys.stderr)
                 # The secret alone on stdout, so `memory keys create ... > file` keeps it.
                 print(created.secret)
             elif args.keys_command == "list":
-                keys = services.access.keys(_operator())
+                keys = services.access.keys(cli_operator())
                 print(json.dumps({"keys": [key_json(k) for k in keys]}, indent=2))
             else:
-                revoked = services.access.revoke(_operator(), args.key_id)
+                revoked = services.access.revoke(cli_operator(), args.key_id)
                 print(json.dumps(key_json(revoked), indent=2))
         except DomainError as exc:
             print(f"memory: {exc.message}", file=sys.stderr)

@@ -18,6 +18,7 @@ from memory.application.policy.ports import ProjectorFailed
 from memory.application.policy.service import PolicyService
 from memory.domain.errors import DomainError, InvalidInput
 from memory.entrypoints.cli_output import emit, error
+from memory.entrypoints.operator import cli_actor
 from memory.infrastructure.settings import Settings
 
 
@@ -82,7 +83,9 @@ def _reembed(args: argparse.Namespace) -> int:
                 bar.refresh()
 
             try:
-                report = policies.reembed(args.model, rebuild=args.rebuild, on_progress=progress)
+                report = policies.reembed(
+                    args.model, actor=cli_actor(), rebuild=args.rebuild, on_progress=progress
+                )
             finally:
                 bar.close()
     except ProjectorFailed as exc:
@@ -114,7 +117,7 @@ def _reembed(args: argparse.Namespace) -> int:
 def _drop_model(args: argparse.Namespace) -> int:
     with _policies(args.settings) as policies:
         try:
-            model_id, deleted = policies.drop_model(args.model)
+            model_id, deleted = policies.drop_model(args.model, actor=cli_actor())
         except DomainError as exc:
             error(_reason(exc))
             return 2

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memory.application.audit.ports import AuditTrail
 from memory.application.embedding import EmbeddingModel
 from memory.application.observer import ServiceObserver
 from memory.application.policy.commands import PolicyCommands
@@ -18,6 +19,7 @@ from memory.domain.policy.cursor import CursorCodec
 from memory.domain.policy.dimensionality import FixedDimensionality
 from memory.entrypoints.runtime import Worker
 from memory.entrypoints.workers.policy import PolicyWorkers, lag
+from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 from memory.infrastructure.policy.metrics import PolicyMetrics
 from memory.infrastructure.policy.model_store import PostgresPolicyModelStore
@@ -51,9 +53,10 @@ class PolicyRuntime:
         *,
         build_model: Callable[[str], EmbeddingModel] | None = None,
         observers: tuple[ServiceObserver, ...] | None = None,
+        audit: AuditTrail | None = None,
     ) -> None:
         """`build_model` turns a spec into a model for model swaps (`reembed`); the
-        composition root passes its registry's."""
+        composition root passes its registry's, and its audit trail (else one of its own)."""
         FixedDimensionality.check_model(model.identity)
         self.settings = settings
         self.database = database
@@ -88,6 +91,7 @@ class PolicyRuntime:
             self.queries,
             PostgresPolicyModelStore(database, self.log, build_model or _no_swaps),
             active_model=model_id,
+            audit=audit if audit is not None else PostgresAuditTrail(database),
             observers=(PolicyMetrics(), ServiceLog()) if observers is None else observers,
         )
         self._workers = PolicyWorkers(database, model, self.log, self.progress)
@@ -127,10 +131,12 @@ def _no_swaps(spec: str) -> EmbeddingModel:
     raise RuntimeError("this policy runtime was built without a model registry")
 
 
-def build(settings: Settings, database: Database, models: ModelSource) -> PolicyRuntime:
+def build(
+    settings: Settings, database: Database, models: ModelSource, *, audit: AuditTrail | None = None
+) -> PolicyRuntime:
     started = time.perf_counter()
     runtime = PolicyRuntime(
-        settings, database, models.get(settings.policy_model), build_model=models.get
+        settings, database, models.get(settings.policy_model), build_model=models.get, audit=audit
     )
     log.info(
         "policy memory ready (model %s, %s search) in %.2fs",

@@ -23,11 +23,13 @@ class Running:
     app: Starlette
     admin: httpx.AsyncClient
 
-    def client(self, secret: str | None) -> httpx.AsyncClient:
-        """A client of the running app that sends `secret` as its key (None: no key)."""
+    def client(self, secret: str | None, *, raise_app_exceptions: bool = True) -> httpx.AsyncClient:
+        """A client of the running app that sends `secret` as its key (None: no key). With
+        `raise_app_exceptions=False` an unhandled error is the 500 a client would see."""
         headers = {} if secret is None else {"Authorization": f"Bearer {secret}"}
+        transport = httpx.ASGITransport(app=self.app, raise_app_exceptions=raise_app_exceptions)
         return httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=self.app),
+            transport=transport,
             base_url="http://memory.test",
             headers=headers,
         )

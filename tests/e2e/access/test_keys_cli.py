@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from memory.application.audit.ports import AuditQuery
 from memory.entrypoints.cli import main
+from memory.infrastructure.audit.audit_log import PostgresAuditTrail
+from memory.infrastructure.postgres.database import Database
 
 
 @pytest.fixture
@@ -58,6 +61,29 @@ def test_create_list_revoke(cli_env: str, capsys: pytest.CaptureFixture[str]) ->
     assert code == 1 and "no API key" in err
     code, out, _ = run(capsys, "keys", "list")
     assert json.loads(out)["keys"][0]["revoked_at"] is not None
+
+
+def test_the_command_lines_changes_are_in_the_audit_log_under_the_operator(
+    cli_env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "keys", "create", "--name", "bot", "--scope", "policies:read")[0] == 0
+    assert run(capsys, "history", "retention", "acme", "--days", "7")[0] == 0
+    assert run(capsys, "purge", "--org", "acme")[0] == 0
+    assert run(capsys, "sweep", "--once", "--org", "acme")[0] == 0
+    database = Database(cli_env, min_size=1, max_size=2)
+    database.open()
+    try:
+        entries = PostgresAuditTrail(database).entries(AuditQuery()).entries
+    finally:
+        database.close()
+    assert [e.action for e in entries] == [
+        "sweep.triggered",
+        "purge.run",
+        "retention.set",
+        "api_key.created",
+    ]
+    assert {e.actor.key_id for e in entries} == {"cli"}
+    assert all(e.actor.name.startswith("cli:") for e in entries)
 
 
 def test_an_unknown_scope_is_refused(cli_env: str, capsys: pytest.CaptureFixture[str]) -> None:

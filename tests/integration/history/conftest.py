@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from tests.fakes import FakeClock, FakeModel
+from tests.fakes import TEST_ACTOR, FakeClock, FakeModel
 
 from memory.application.embedding import EmbeddingModel
 from memory.domain.history.chat_event import ChatEvent
@@ -92,7 +92,7 @@ class Kit:
 
     @staticmethod
     def enable_semantic(runtime: HistoryRuntime) -> None:
-        runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True)
+        runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=TEST_ACTOR)
 
     def rows(self, *, model: str | None = None) -> list[dict[str, Any]]:
         where = " WHERE model = %s" if model else ""

@@ -4,6 +4,8 @@ partition (a bounded number per read), and deleted by the purge as expired."""
 
 from __future__ import annotations
 
+from tests.fakes import TEST_ACTOR
+
 from memory.application.history.sweep import Sweeper
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
 
@@ -34,7 +36,7 @@ def test_out_of_range_rows_are_poison_of_their_partition_a_bounded_number_per_re
     make_runtime, kit
 ) -> None:
     runtime = make_runtime()
-    runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True)
+    runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=TEST_ACTOR)
     runtime.service.ingest("acme", [kit.message("ok1", 0), kit.message("ok2", 60, channel="C2")])
     store_as_an_older_version(kit, "acme", "C1")
     sweeper = Sweeper(

@@ -4,6 +4,7 @@ import threading
 
 import psycopg
 import pytest
+from tests.fakes import TEST_ACTOR
 
 from memory.domain.errors import InvalidInput
 from memory.entrypoints.history_runtime import HistoryRuntime
@@ -32,7 +33,7 @@ def test_purge_deletes_old_events_and_every_row_covering_one(make_runtime, kit, 
         ],
     )
     runtime.service.ingest("globex", [kit.message("g1", old, TALK)])
-    runtime.service.set_retention("globex", 60)
+    runtime.service.set_retention("globex", 60, actor=TEST_ACTOR)
     runtime.service.sweep(trigger="t")
     assert len(kit.rows()) == 4
 
@@ -57,7 +58,7 @@ def test_retention_per_org(make_runtime) -> None:
         30,
         True,
     )
-    runtime.service.set_retention("acme", 7)
+    runtime.service.set_retention("acme", 7, actor=TEST_ACTOR)
     assert (
         runtime.service.retention("acme").days,
         runtime.service.retention("acme").is_default,
@@ -66,7 +67,7 @@ def test_retention_per_org(make_runtime) -> None:
         False,
     )
     with pytest.raises(InvalidInput):
-        runtime.service.set_retention("acme", 0)
+        runtime.service.set_retention("acme", 0, actor=TEST_ACTOR)
     assert runtime.service.retention("acme").days == 7
 
 

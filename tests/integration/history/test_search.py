@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import time
 
-from tests.fakes import FakeModel
+from tests.fakes import TEST_ACTOR, FakeModel
 
 from memory.application.embedding import ModelUnavailable
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
@@ -76,7 +76,7 @@ def test_results_are_capped_at_the_limit(make_runtime, kit) -> None:
 
 def test_feature_off_is_full_text_only_and_never_calls_the_model(make_runtime, kit) -> None:
     runtime = seeded(make_runtime, kit)
-    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, False)
+    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, False, actor=TEST_ACTOR)
     edge = runtime.model
     result = runtime.service.search("acme", HistoryQuery("reset password", limit=10))
     assert result.semantic is SemanticState.OFF and result.model is None

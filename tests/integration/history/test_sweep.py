@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from tests.fakes import TEST_ACTOR
 
 from memory.application.embedding import ModelMisconfigured, ModelUnavailable
 from memory.application.history.sweep import EMBED_BATCH_WINDOWS, Sweeper
@@ -226,10 +227,10 @@ def test_the_sweep_is_a_no_op_for_an_org_with_the_feature_off(make_runtime, kit,
     assert runtime.watermarks.find(P, "hash:1024") is None
 
     kit.enable_semantic(runtime)
-    runtime.service.set_org_flag("globex", SEMANTIC_SEARCH_FLAG, False)
-    runtime.service.set_org_flag("acme", MODULE_FLAG, False)
+    runtime.service.set_org_flag("globex", SEMANTIC_SEARCH_FLAG, False, actor=TEST_ACTOR)
+    runtime.service.set_org_flag("acme", MODULE_FLAG, False, actor=TEST_ACTOR)
     assert runtime.service.sweep(trigger="test").partitions == 0
-    runtime.service.set_org_flag("acme", MODULE_FLAG, None)
+    runtime.service.set_org_flag("acme", MODULE_FLAG, None, actor=TEST_ACTOR)
     report = runtime.service.sweep(trigger="test")
     assert (report.partitions, report.windows_embedded) == (1, 3)
     assert {r["org_id"] for r in kit.rows()} == {"acme"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from tests.fakes import FakeModel
+from tests.fakes import TEST_ACTOR, FakeModel
 
 from memory.application.history.sweep import (
     EMBED_BATCH_TOKENS,
@@ -60,7 +60,7 @@ def test_turning_the_org_flag_off_stops_its_running_pass_at_the_next_batch(
     ingest_windows(runtime, kit)
     finished = pass_in_background(runtime)
     assert model.entered.wait(10)  # inside the first batch's model call
-    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, False)
+    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, False, actor=TEST_ACTOR)
     model.gate.set()
     report = finished()
 
@@ -69,7 +69,9 @@ def test_turning_the_org_flag_off_stops_its_running_pass_at_the_next_batch(
     assert report.partitions_interrupted == 1
     assert len(kit.rows()) == EMBED_BATCH_WINDOWS  # the batch in flight was kept
 
-    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, None)  # back to the global: on
+    runtime.service.set_org_flag(
+        "acme", SEMANTIC_SEARCH_FLAG, None, actor=TEST_ACTOR
+    )  # back to the global: on
     rest = runtime.service.sweep(trigger="t")
     assert rest.windows_embedded == WINDOWS - EMBED_BATCH_WINDOWS
     assert rest.partitions_interrupted == 0

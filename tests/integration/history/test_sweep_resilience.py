@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from tests.fakes import FakeModel
+from tests.fakes import TEST_ACTOR, FakeModel
 
 from memory.application.history.sweep import Sweeper
 from memory.domain.errors import InvalidInput
@@ -153,8 +153,8 @@ def test_a_new_model_rebuilds_from_empty_and_never_mixes_with_the_old(
     assert semantic_windows <= {r["id"] for r in kit.rows(model="hash:384")}
 
     with pytest.raises(InvalidInput):
-        new.service.drop_model("hash:384")  # the active model is refused
-    dropped = new.service.drop_model("hash:1024")
+        new.service.drop_model("hash:384", actor=TEST_ACTOR)  # the active model is refused
+    dropped = new.service.drop_model("hash:1024", actor=TEST_ACTOR)
     assert (dropped.rows_deleted, dropped.watermarks_reset) == (5, 1)
     assert {r["model"] for r in kit.rows()} == {"hash:384"}
     assert old.watermarks.get(P, "hash:1024").mark.position is None

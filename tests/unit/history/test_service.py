@@ -9,7 +9,14 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from tests.fakes import FakeClock, FakeModel, InMemoryHistory, chat_message
+from tests.fakes import (
+    TEST_ACTOR,
+    FakeClock,
+    FakeModel,
+    InMemoryAuditTrail,
+    InMemoryHistory,
+    chat_message,
+)
 
 from memory.application.history.service import HistoryService
 from memory.application.observer import ServiceCall
@@ -53,7 +60,18 @@ def calls() -> Calls:
 
 
 @pytest.fixture
-def service(history: InMemoryHistory, model: FakeModel, clock: FakeClock, calls: Calls):
+def audit() -> InMemoryAuditTrail:
+    return InMemoryAuditTrail()
+
+
+@pytest.fixture
+def service(
+    history: InMemoryHistory,
+    model: FakeModel,
+    clock: FakeClock,
+    calls: Calls,
+    audit: InMemoryAuditTrail,
+):
     svc = HistoryService(
         history.ports(),
         model,
@@ -61,6 +79,7 @@ def service(history: InMemoryHistory, model: FakeModel, clock: FakeClock, calls:
         query_embed_timeout=2.0,
         default_retention_days=30,
         stored_model_id=lambda spec: spec.strip().removesuffix(":latest"),
+        audit=audit,
         observers=(calls,),
     )
     yield svc
@@ -81,7 +100,7 @@ def conversations(count: int, *, gap_minutes: float = 60, org_text: str = TALK) 
 
 
 def on(service: HistoryService) -> None:
-    service.set_global_flag(SEMANTIC_SEARCH_FLAG, True)
+    service.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=TEST_ACTOR)
 
 
 # The sweep ---------------------------------------------------------------------------------
@@ -149,7 +168,7 @@ def test_the_sweep_visits_only_orgs_with_semantic_search_on(
     service.ingest("globex", conversations(1))
     assert service.sweep().partitions == 0  # dark launch: the global flag is off
     on(service)
-    service.set_org_flag("globex", SEMANTIC_SEARCH_FLAG, False)
+    service.set_org_flag("globex", SEMANTIC_SEARCH_FLAG, False, actor=TEST_ACTOR)
     report = service.sweep()
     assert (report.partitions, report.windows_embedded) == (1, 1)
     assert {p.org_id for p in history.events.partitions()} == {"acme", "globex"}
@@ -251,9 +270,9 @@ def test_flag_layers_decide_whether_search_is_semantic(
     expected: SemanticState,
 ) -> None:
     service.ingest("acme", conversations(1))
-    service.set_global_flag(SEMANTIC_SEARCH_FLAG, global_semantic)
-    service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, org_semantic)
-    service.set_org_flag("acme", MODULE_FLAG, module)
+    service.set_global_flag(SEMANTIC_SEARCH_FLAG, global_semantic, actor=TEST_ACTOR)
+    service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, org_semantic, actor=TEST_ACTOR)
+    service.set_org_flag("acme", MODULE_FLAG, module, actor=TEST_ACTOR)
     assert service.search("acme", HistoryQuery("password")).semantic is expected
     assert bool(model.queries) is (expected is SemanticState.ON)
     assert service.semantic_search("acme") is (expected is SemanticState.ON)
@@ -261,7 +280,7 @@ def test_flag_layers_decide_whether_search_is_semantic(
 
 def test_an_unknown_flag_is_not_found(service: HistoryService) -> None:
     with pytest.raises(NotFound):
-        service.set_global_flag("no_such_flag", True)
+        service.set_global_flag("no_such_flag", True, actor=TEST_ACTOR)
 
 
 # Retention and models ----------------------------------------------------------------------
@@ -275,7 +294,7 @@ def test_purge_deletes_events_past_retention_and_their_embeddings(
     service.ingest("acme", conversations(2, gap_minutes=60 * 24 * 10))  # day 0 and day 10
     assert service.sweep().windows_embedded == 2
     clock.now = at(60 * 24 * 12)
-    service.set_retention("acme", 5)
+    service.set_retention("acme", 5, actor=TEST_ACTOR)
     report = service.purge()
     assert (report.orgs, report.events_deleted, report.embeddings_deleted) == (1, 2, 1)
     assert history.windows.models() == {"hash:1024": 1}
@@ -285,7 +304,7 @@ def test_purge_deletes_events_past_retention_and_their_embeddings(
 
 def test_retention_outside_its_range_changes_nothing(service: HistoryService) -> None:
     with pytest.raises(InvalidInput) as raised:
-        service.set_retention("acme", 0)
+        service.set_retention("acme", 0, actor=TEST_ACTOR)
     assert raised.value.field == "days"
     assert service.retention("acme").is_default
 
@@ -297,19 +316,20 @@ def test_drop_model_refuses_the_active_model_and_resets_another(
     service.ingest("acme", conversations(2))
     service.sweep()
     with pytest.raises(ActiveModelDrop):
-        service.drop_model("hash:1024")
+        service.drop_model("hash:1024", actor=TEST_ACTOR)
     other = HistoryService(
         history.ports(),
         FakeModel("ollama:bge-m3", dimensions=1024),
         clock=clock,
         query_embed_timeout=2.0,
         default_retention_days=30,
+        audit=InMemoryAuditTrail(),
     )
     try:
         assert other.sweep().windows_embedded == 2
     finally:
         other.close()
-    dropped = service.drop_model("ollama:bge-m3:latest")
+    dropped = service.drop_model("ollama:bge-m3:latest", actor=TEST_ACTOR)
     assert (dropped.model, dropped.rows_deleted, dropped.watermarks_reset) == (
         "ollama:bge-m3",
         2,
@@ -323,7 +343,7 @@ def test_every_call_is_observed_with_its_labels(service: HistoryService, calls: 
     service.ingest("acme", conversations(1))
     service.sweep("acme", trigger="cli")
     with pytest.raises(InvalidInput):
-        service.set_retention("acme", -1)
+        service.set_retention("acme", -1, actor=TEST_ACTOR)
     assert [(c.operation, c.ok) for c in calls.seen] == [
         ("ingest", True),
         ("sweep", True),
@@ -358,9 +378,39 @@ def test_an_org_id_is_checked_at_every_door(service: HistoryService) -> None:
     for call in (
         lambda: service.ingest("", conversations(1)),
         lambda: service.search("a b", HistoryQuery("x")),
-        lambda: service.set_retention("../acme", 7),
+        lambda: service.set_retention("../acme", 7, actor=TEST_ACTOR),
         lambda: service.sweep("acme\n"),
     ):
         with pytest.raises(InvalidInput) as raised:
             call()
         assert raised.value.field == "org_id"
+
+
+def test_administrative_changes_are_recorded_with_who_and_refused_ones_are_not(
+    service: HistoryService, audit: InMemoryAuditTrail
+) -> None:
+    service.ingest("acme", conversations(2))
+    service.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=TEST_ACTOR)
+    service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, False, actor=TEST_ACTOR)
+    service.set_retention("acme", 5, actor=TEST_ACTOR)
+    service.sweep("acme", actor=TEST_ACTOR)
+    service.sweep("acme")  # the background schedule: not an administrative change
+    service.purge("acme", actor=TEST_ACTOR)
+    service.purge()
+    with pytest.raises(InvalidInput):
+        service.set_retention("acme", 0, actor=TEST_ACTOR)
+    with pytest.raises(NotFound):
+        service.set_global_flag("no_such_flag", True, actor=TEST_ACTOR)
+    assert audit.actions() == [
+        "feature_flag.global.set",
+        "feature_flag.org.set",
+        "retention.set",
+        "sweep.triggered",
+        "purge.run",
+    ]
+    assert {e.actor for e in audit.recorded} == {TEST_ACTOR}
+    flag, org_flag, retention = audit.recorded[:3]
+    assert (flag.before, flag.after) == (None, True)
+    assert (org_flag.org_id, org_flag.before, org_flag.after) == ("acme", None, False)
+    assert retention.before == {"days": 30, "default": True}
+    assert retention.after == {"days": 5, "default": False}

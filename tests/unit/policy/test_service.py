@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
+from tests.fakes import InMemoryAuditTrail
 
 from memory.application.observer import ServiceCall
 from memory.application.policy.commands import PolicyCommands
@@ -19,10 +20,13 @@ from memory.application.policy.ports import (
 from memory.application.policy.queries import PolicyQueries
 from memory.application.policy.service import PolicyService
 from memory.domain.active_model import ActiveModelDrop
+from memory.domain.audit.admin_action import Actor
 from memory.domain.errors import AlreadyExists, NotFound
 from memory.domain.policy.cursor import CursorCodec
 from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 from memory.infrastructure.policy.metrics import PolicyMetrics
+
+OPS = Actor("key_0123456789abcdef", "ops")
 
 
 class EmptyReadModel:
@@ -83,8 +87,16 @@ class Recorder:
 
 
 @pytest.fixture
+def audit() -> InMemoryAuditTrail:
+    return InMemoryAuditTrail()
+
+
+@pytest.fixture
 def service(
-    memory_log: EventSourcedPolicyLog, counting_model: Callable[..., Any], told_waiter: Any
+    memory_log: EventSourcedPolicyLog,
+    counting_model: Callable[..., Any],
+    told_waiter: Any,
+    audit: InMemoryAuditTrail,
 ) -> tuple[PolicyService, Recorder, ModelRows]:
     model = counting_model()
     commands = PolicyCommands(memory_log, model, told_waiter, max_content_chars=200, wait_timeout=1)
@@ -93,7 +105,12 @@ def service(
     )
     recorder, rows = Recorder(), ModelRows({"hash:384": 2, "ollama:bge-m3": 2})
     svc = PolicyService(
-        commands, queries, rows, active_model="hash:384", observers=(recorder, PolicyMetrics())
+        commands,
+        queries,
+        rows,
+        active_model="hash:384",
+        audit=audit,
+        observers=(recorder, PolicyMetrics()),
     )
     return svc, recorder, rows
 
@@ -153,16 +170,33 @@ def test_an_observer_that_fails_never_fails_the_call(
 
 
 def test_drop_model_refuses_the_active_model_and_unknown_ones(
-    service: tuple[PolicyService, Recorder, ModelRows],
+    service: tuple[PolicyService, Recorder, ModelRows], audit: InMemoryAuditTrail
 ) -> None:
     svc, _, rows = service
     with pytest.raises(ActiveModelDrop, match="hash:384 is the active policy model"):
-        svc.drop_model(" hash:384 ")
+        svc.drop_model(" hash:384 ", actor=OPS)
     with pytest.raises(NotFound, match="no rows or tracking table for model other"):
-        svc.drop_model("other")
-    assert rows.dropped == []
-    assert svc.drop_model("ollama:bge-m3:latest") == ("ollama:bge-m3", 2)
+        svc.drop_model("other", actor=OPS)
+    assert rows.dropped == [] and audit.recorded == []
+    assert svc.drop_model("ollama:bge-m3:latest", actor=OPS) == ("ollama:bge-m3", 2)
     assert rows.dropped == ["ollama:bge-m3"]
+    (dropped,) = audit.recorded
+    assert (dropped.action, dropped.actor, dropped.target) == (
+        "model.dropped",
+        OPS,
+        "ollama:bge-m3",
+    )
+    assert (dropped.before, dropped.after) == ({"rows": 2}, {"rows_deleted": 2})
+
+
+def test_a_reembed_records_its_start(
+    service: tuple[PolicyService, Recorder, ModelRows], audit: InMemoryAuditTrail
+) -> None:
+    svc, _, _ = service
+    svc.reembed("ollama:bge-m3:latest", actor=OPS, rebuild=True)
+    (started,) = audit.recorded
+    assert started.action == "reembed.started" and started.actor == OPS
+    assert started.after == {"model": "ollama:bge-m3", "rebuild": True}
 
 
 def test_models_lists_stored_ones_and_the_active_one(

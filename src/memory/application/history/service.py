@@ -14,7 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
+from memory.application.audit.ports import AuditTrail
 from memory.application.embedding import EmbeddingModel
+from memory.application.history.administration import HistoryAdministration
 from memory.application.history.drop_model import DropModel, DropReport
 from memory.application.history.feature_flags import FeatureFlags, GlobalFlag, OrgFlag
 from memory.application.history.ingest import IngestChatEvents, IngestResult
@@ -44,6 +46,7 @@ from memory.application.history.search import SearchHistory
 from memory.application.history.sweep import Sweeper, SweepProgress, SweepReport
 from memory.application.history.sweep_status import PartitionStatus, SweepStatus
 from memory.application.observer import Observed, ServiceObserver
+from memory.domain.audit.admin_action import Actor
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.chat_input import check_events, check_org_id
 from memory.domain.history.search import HistoryQuery, HistorySearchResult
@@ -96,6 +99,7 @@ class HistoryService:
         max_future_skew: timedelta = DEFAULT_MAX_FUTURE_SKEW,
         similarity_floor: float | None = None,
         stored_model_id: Callable[[str], str] = str.strip,
+        audit: AuditTrail,
         observers: Sequence[ServiceObserver] = (),
     ) -> None:
         """`stored_model_id` turns a model spec as operators write it into the identity
@@ -146,6 +150,13 @@ class HistoryService:
             watermarks=ports.watermarks,
             active_model=self._model_id,
         )
+        self._admin = HistoryAdministration(
+            flags=self._flags,
+            retention=self._retention,
+            drop_model=self._drop,
+            audit=audit,
+            stored_model_id=stored_model_id,
+        )
 
     @property
     def model_id(self) -> str:
@@ -181,21 +192,23 @@ class HistoryService:
         trigger: str = "api",
         wait_for_locks: bool = True,
         progress: SweepProgress | None = None,
+        actor: Actor | None = None,
     ) -> SweepReport:
         """One pass over the enabled partitions (of one org, or all): embed the closed
         windows after each watermark. With `wait_for_locks`, a partition another sweeper
         holds is waited for instead of skipped. `stop_sweeps` ends it between batches."""
         labels = {"trigger": trigger} if org_id is None else {"trigger": trigger, "org_id": org_id}
-        return self._observed.run(
-            "sweep",
-            lambda: self._sweeper.run_pass(
-                _optional_org(org_id),
-                wait_for_locks=wait_for_locks,
-                progress=progress,
-                stop=self._stopping,
-            ),
-            **labels,
-        )
+
+        def run() -> SweepReport:
+            org = _optional_org(org_id)
+            # An operator's pass is recorded before it runs (it is many transactions).
+            if actor is not None:
+                self._admin.sweep_triggered(org, actor=actor)
+            return self._sweeper.run_pass(
+                org, wait_for_locks=wait_for_locks, progress=progress, stop=self._stopping
+            )
+
+        return self._observed.run("sweep", run, **labels)
 
     def sweep_status(self, org_id: str) -> OrgSweepStatus:
         """Per partition of the org: watermark, lag, poison windows, stalls."""
@@ -220,8 +233,11 @@ class HistoryService:
         """`NotFound` for an unknown flag."""
         return self._observed.run("global_flag", lambda: self._flags.global_flag(flag))
 
-    def set_global_flag(self, flag: str, enabled: bool) -> GlobalFlag:
-        return self._observed.run("set_global_flag", lambda: self._flags.set_global(flag, enabled))
+    def set_global_flag(self, flag: str, enabled: bool, *, actor: Actor) -> GlobalFlag:
+        """Recorded in the audit trail with the change (so are the other changes below)."""
+        return self._observed.run(
+            "set_global_flag", lambda: self._admin.set_global_flag(flag, enabled, actor=actor)
+        )
 
     def org_flags(self, org_id: str) -> list[OrgFlag]:
         return self._observed.run("org_flags", lambda: self._flags.org_flags(check_org_id(org_id)))
@@ -231,10 +247,13 @@ class HistoryService:
             "org_flag", lambda: self._flags.org_flag(check_org_id(org_id), flag)
         )
 
-    def set_org_flag(self, org_id: str, flag: str, enabled: bool | None) -> OrgFlag:
+    def set_org_flag(
+        self, org_id: str, flag: str, enabled: bool | None, *, actor: Actor
+    ) -> OrgFlag:
         """`enabled=None` removes the org's own value: it follows the global layer again."""
         return self._observed.run(
-            "set_org_flag", lambda: self._flags.set_org(check_org_id(org_id), flag, enabled)
+            "set_org_flag",
+            lambda: self._admin.set_org_flag(check_org_id(org_id), flag, enabled, actor=actor),
         )
 
     def semantic_search(self, org_id: str) -> bool:
@@ -248,26 +267,38 @@ class HistoryService:
     def retention(self, org_id: str) -> Retention:
         return self._observed.run("retention", lambda: self._retention.get(check_org_id(org_id)))
 
-    def set_retention(self, org_id: str, days: int) -> Retention:
+    def set_retention(self, org_id: str, days: int, *, actor: Actor) -> Retention:
         """`InvalidInput` (field `days`) outside 1..3650."""
         return self._observed.run(
-            "set_retention", lambda: self._retention.set(check_org_id(org_id), days)
+            "set_retention",
+            lambda: self._admin.set_retention(check_org_id(org_id), days, actor=actor),
         )
 
     def purge(
-        self, org_id: str | None = None, *, observer: PurgeObserver | None = None
+        self,
+        org_id: str | None = None,
+        *,
+        observer: PurgeObserver | None = None,
+        actor: Actor | None = None,
     ) -> PurgeReport:
         """Delete what is past each org's retention (one org, or all): events and, in the
-        same transaction, the embeddings covering them. `observer` hears each org done."""
+        same transaction, the embeddings covering them. `observer` hears each org done.
+        With an `actor` (an operator asked for it) the purge is recorded in the audit trail;
+        None is the background schedule."""
         labels = {} if org_id is None else {"org_id": org_id}
-        return self._observed.run(
-            "purge", lambda: self._retention.purge(_optional_org(org_id), observer), **labels
-        )
 
-    def drop_model(self, model: str) -> DropReport:
+        def run() -> PurgeReport:
+            org = _optional_org(org_id)
+            if actor is None:
+                return self._retention.purge(org, observer)
+            return self._admin.purge(org, actor=actor, observer=observer)
+
+        return self._observed.run("purge", run, **labels)
+
+    def drop_model(self, model: str, *, actor: Actor) -> DropReport:
         """Delete a no-longer-active model's embeddings and reset its watermarks. `model`
         is a spec as operators write it (`ollama:bge-m3:latest`) or a stored identity."""
-        return self._observed.run("drop_model", lambda: self._drop(self._stored_model_id(model)))
+        return self._observed.run("drop_model", lambda: self._admin.drop_model(model, actor=actor))
 
     def reindex_full_text(self, progress: ReindexObserver | None = None) -> ReindexReport:
         """Re-index rows indexed by an older full-text segmentation (resumable; rows

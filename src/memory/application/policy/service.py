@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memory.application.audit.ports import AuditTrail
 from memory.application.observer import Observed, ServiceObserver
 from memory.application.policy.commands import NewPolicy, PolicyCommands, StoreReceipt
 from memory.application.policy.ports import (
@@ -20,6 +21,7 @@ from memory.application.policy.ports import (
 )
 from memory.application.policy.queries import PolicyQueries, SearchAnswer
 from memory.domain.active_model import refuse_dropping_active
+from memory.domain.audit.admin_action import Action, Actor, AuditedChange
 from memory.domain.errors import NotFound
 from memory.domain.policy.search import PolicyDocument
 from memory.domain.policy.versions import PolicyVersion
@@ -43,12 +45,15 @@ class PolicyService:
         models: PolicyModelStore,
         *,
         active_model: str,
+        audit: AuditTrail,
         observers: Sequence[ServiceObserver] = (),
     ) -> None:
+        """Model drops and re-embeds are recorded in `audit` (docs/adr/0058)."""
         self._commands = commands
         self._queries = queries
         self._models = models
         self._active_model = active_model
+        self._audit = audit
         self._observed = Observed(CONTEXT, observers)
 
     @property
@@ -161,16 +166,30 @@ class PolicyService:
         return self._observed.run("log_head", self._models.head)
 
     def reembed(
-        self, model: str, *, rebuild: bool = False, on_progress: ReembedProgress | None = None
+        self,
+        model: str,
+        *,
+        actor: Actor,
+        rebuild: bool = False,
+        on_progress: ReembedProgress | None = None,
     ) -> ReembedReport:
         """Embed every policy's current version with `model` (a spec) into its own rows;
-        resumable. Search keeps using the active model until the configuration switches."""
-        return self._observed.run(
-            "reembed",
-            lambda: self._models.reembed(model, rebuild=rebuild, on_progress=on_progress),
-        )
+        resumable. Search keeps using the active model until the configuration switches.
+        The start is recorded in the audit trail (the replay is many transactions)."""
 
-    def drop_model(self, model: str) -> tuple[str, int]:
+        def started() -> tuple[None, AuditedChange]:
+            model_id = self._models.stored_id(model)
+            return None, AuditedChange(
+                target=model_id, before=None, after={"model": model_id, "rebuild": rebuild}
+            )
+
+        def run() -> ReembedReport:
+            self._audit.record(actor, Action.REEMBED_STARTED, started)
+            return self._models.reembed(model, rebuild=rebuild, on_progress=on_progress)
+
+        return self._observed.run("reembed", run)
+
+    def drop_model(self, model: str, *, actor: Actor) -> tuple[str, int]:
         """Delete another model's rows, index and position: (its stored id, rows deleted).
         Also takes the name of a tracking table no model is tied to, and drops it. Refuses
         the active model (`ActiveModelDrop`); `NotFound` when it has neither rows nor a
@@ -181,8 +200,14 @@ class PolicyService:
             known = sorted(set(stored) | {self._active_model})
             tables = self._models.tracking_tables(known)
             if any(t.table == model and t.model is None for t in tables):
-                self._models.drop_tracking_table(model)
-                return model, 0
+
+                def drop_table() -> tuple[tuple[str, int], AuditedChange]:
+                    self._models.drop_tracking_table(model)
+                    return (model, 0), AuditedChange(
+                        target=model, before=None, after={"tracking_table_dropped": model}
+                    )
+
+                return self._audit.record(actor, Action.MODEL_DROPPED, drop_table)
             model_id = self._models.stored_id(model)
             refuse_dropping_active(
                 model_id, self._active_model, context=CONTEXT, setting=ACTIVE_MODEL_SETTING
@@ -193,6 +218,15 @@ class PolicyService:
                     f"no rows or tracking table for model {model_id} (stored: {known_text})",
                     details={"model": model_id, "stored": sorted(stored)},
                 )
-            return model_id, self._models.drop(model_id)
+
+            def change() -> tuple[tuple[str, int], AuditedChange]:
+                deleted = self._models.drop(model_id)
+                return (model_id, deleted), AuditedChange(
+                    target=model_id,
+                    before={"rows": stored.get(model_id, 0)},
+                    after={"rows_deleted": deleted},
+                )
+
+            return self._audit.record(actor, Action.MODEL_DROPPED, change)
 
         return self._observed.run("drop_model", run)

@@ -16,11 +16,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from memory.application.access.service import actor_of
 from memory.application.history.feature_flags import GlobalFlag, OrgFlag
 from memory.application.history.retention import Retention
 from memory.application.history.service import HistoryService
 from memory.application.history.sweep_status import PartitionStatus
 from memory.domain.access.scopes import Scope
+from memory.domain.audit.admin_action import Actor
 from memory.domain.history.chat_event import (
     DEFAULT_DECISION,
     EVENT_TYPE_MESSAGE,
@@ -40,7 +42,7 @@ from memory.domain.history.search import (
     HistoryHit,
     HistoryQuery,
 )
-from memory.entrypoints.http.access import Access, AccessTable
+from memory.entrypoints.http.access import Access, AccessTable, api_key
 from memory.entrypoints.http.parsing import (
     Instant,
     QueryInt,
@@ -192,8 +194,9 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
     async def sweep(request: Request) -> Response:
         raw = await request.body()
         body = await parse_body(request, SweepBody) if raw.strip() else SweepBody()
+        actor = _actor(request)
         report = await anyio.to_thread.run_sync(
-            lambda: service.sweep(body.org_id, trigger="api", wait_for_locks=True)
+            lambda: service.sweep(body.org_id, trigger="api", wait_for_locks=True, actor=actor)
         )
         return JSONResponse(report.summary())
 
@@ -217,7 +220,9 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         flag = _flag(request)
         if request.method == "PUT":
             body = await parse_body(request, FlagBody)
-            found = await anyio.to_thread.run_sync(service.set_global_flag, flag, body.enabled)
+            found = await anyio.to_thread.run_sync(
+                lambda: service.set_global_flag(flag, body.enabled, actor=_actor(request))
+            )
         else:
             found = await anyio.to_thread.run_sync(service.global_flag, flag)
         return JSONResponse(_global_flag(found))
@@ -239,9 +244,13 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         flag = _flag(request)
         if request.method == "PUT":
             body = await parse_body(request, FlagBody)
-            found = await anyio.to_thread.run_sync(service.set_org_flag, org_id, flag, body.enabled)
+            found = await anyio.to_thread.run_sync(
+                lambda: service.set_org_flag(org_id, flag, body.enabled, actor=_actor(request))
+            )
         elif request.method == "DELETE":
-            found = await anyio.to_thread.run_sync(service.set_org_flag, org_id, flag, None)
+            found = await anyio.to_thread.run_sync(
+                lambda: service.set_org_flag(org_id, flag, None, actor=_actor(request))
+            )
         else:
             found = await anyio.to_thread.run_sync(service.org_flag, org_id, flag)
         return JSONResponse({"org_id": org_id, **_org_flag(found)})
@@ -250,7 +259,9 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         org_id = _org(request)
         if request.method == "PUT":
             body = await parse_body(request, RetentionBody)
-            found = await anyio.to_thread.run_sync(service.set_retention, org_id, body.days)
+            found = await anyio.to_thread.run_sync(
+                lambda: service.set_retention(org_id, body.days, actor=_actor(request))
+            )
         else:
             found = await anyio.to_thread.run_sync(service.retention, org_id)
         return JSONResponse(_retention(found))
@@ -258,7 +269,8 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
     async def purge(request: Request) -> Response:
         raw = await request.body()
         body = await parse_body(request, SweepBody) if raw.strip() else SweepBody()
-        report = await anyio.to_thread.run_sync(service.purge, body.org_id)
+        actor = _actor(request)
+        report = await anyio.to_thread.run_sync(lambda: service.purge(body.org_id, actor=actor))
         return JSONResponse(
             {
                 "orgs": report.orgs,
@@ -280,6 +292,11 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         Route(f"{org}/retention", retention, methods=["GET", "PUT"]),
         Route("/v1/purge", purge, methods=["POST"]),
     ]
+
+
+def _actor(request: Request) -> Actor:
+    """Who makes an administrative change: the request's key (audit log)."""
+    return actor_of(api_key(request.scope))
 
 
 def _org(request: Request) -> str:
