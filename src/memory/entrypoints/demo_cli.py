@@ -21,6 +21,7 @@ from memory.entrypoints.bootstrap import Services
 from memory.entrypoints.cli_output import emit, wants_json
 from memory.entrypoints.history_cli import SweepBar
 from memory.entrypoints.history_runtime import HistoryRuntime
+from memory.entrypoints.operator import cli_actor
 from memory.infrastructure.settings import Settings
 
 # Hits shown per example search.
@@ -79,7 +80,7 @@ def _load(services: Services, settings: Settings, data: DemoData) -> dict[str, A
         bar.refresh()
 
     try:
-        policies.reembed(settings.policy_model, on_progress=progress)
+        policies.reembed(settings.policy_model, actor=cli_actor(), on_progress=progress)
     except ProjectionBusy:
         pass  # a running `memory serve` projects them
     finally:
@@ -131,11 +132,11 @@ def _semantic_search_on_for(services: Services, demo_orgs: list[str]) -> list[st
         others = sorted({p.org_id for p in runtime.events.partitions()} - set(demo_orgs))
         for org_id in others:
             if history.org_flag(org_id, SEMANTIC_SEARCH_FLAG).org_override is None:
-                history.set_org_flag(org_id, SEMANTIC_SEARCH_FLAG, False)
+                history.set_org_flag(org_id, SEMANTIC_SEARCH_FLAG, False, actor=cli_actor())
                 opted_out.append(org_id)
-        history.set_global_flag(SEMANTIC_SEARCH_FLAG, True)
+        history.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=cli_actor())
     for org_id in demo_orgs:
-        history.set_org_flag(org_id, SEMANTIC_SEARCH_FLAG, True)
+        history.set_org_flag(org_id, SEMANTIC_SEARCH_FLAG, True, actor=cli_actor())
     return opted_out
 
 

@@ -7,12 +7,11 @@ credentials); its changes are in the audit log under the key id "cli" and the OS
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from memory.domain.access.scopes import Scope
 from memory.domain.errors import DomainError
+from memory.entrypoints.cli_output import emit, error
 from memory.infrastructure.settings import Settings
 
 
@@ -26,17 +25,16 @@ def _run(args: argparse.Namespace) -> int:
         try:
             if args.keys_command == "create":
                 created = services.access.create(cli_operator(), args.name, args.org, args.scope)
-                print(json.dumps(key_json(created.key), indent=2), file=sys.stderr)
-                # The secret alone on stdout, so `memory keys create ... > file` keeps it.
-                print(created.secret)
+                emit(
+                    {**key_json(created.key), "secret": created.secret},
+                    title="API key created; its secret is shown this once:",
+                )
             elif args.keys_command == "list":
-                keys = services.access.keys(cli_operator())
-                print(json.dumps({"keys": [key_json(k) for k in keys]}, indent=2))
+                emit({"keys": [key_json(k) for k in services.access.keys(cli_operator())]})
             else:
-                revoked = services.access.revoke(cli_operator(), args.key_id)
-                print(json.dumps(key_json(revoked), indent=2))
+                emit(key_json(services.access.revoke(cli_operator(), args.key_id)))
         except DomainError as exc:
-            print(f"memory: {exc.message}", file=sys.stderr)
+            error(exc.message)
             return 1
     return 0
 

@@ -41,26 +41,27 @@ def test_create_list_revoke(cli_env: str, capsys: pytest.CaptureFixture[str]) ->
     code, out, err = run(
         capsys,
         "keys", "create", "--name", "ingest bot", "--org", "acme",
-        "--scope", "history:write", "--scope", "history:read",
+        "--scope", "history:write", "--scope", "history:read", "--json",
     )  # fmt: skip
     assert code == 0, err
-    secret = out.strip()
-    assert secret.startswith("mem_") and "\n" not in secret
-    described = json.loads(err[err.index("{") :])
+    described = json.loads(out)
+    secret = described["secret"]
+    assert secret.startswith("mem_") and len(secret) == 47
     assert described["org_id"] == "acme"
     assert described["scopes"] == ["history:read", "history:write"]
+    assert secret not in err, "the secret goes to stdout only"
 
-    code, out, _ = run(capsys, "keys", "list")
+    code, out, _ = run(capsys, "keys", "list", "--json")
     assert code == 0
     keys = json.loads(out)["keys"]
     assert [k["name"] for k in keys] == ["ingest bot"] and secret not in out
 
-    code, out, _ = run(capsys, "keys", "revoke", described["key_id"])
+    code, out, _ = run(capsys, "keys", "revoke", described["key_id"], "--json")
     assert code == 0 and json.loads(out)["revoked_at"] is not None
     code, _, err = run(capsys, "keys", "revoke", "key_0000000000000000")
     assert code == 1 and "no API key" in err
-    code, out, _ = run(capsys, "keys", "list")
-    assert json.loads(out)["keys"][0]["revoked_at"] is not None
+    code, out, _ = run(capsys, "keys", "list")  # readable text without --json
+    assert "revoked at" in out and "ingest bot" in out
 
 
 def test_the_command_lines_changes_are_in_the_audit_log_under_the_operator(

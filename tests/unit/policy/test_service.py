@@ -219,8 +219,8 @@ def test_tracking_tables_a_failed_reembed_left_are_listed_and_dropped(
     listed = {m.model: m.rows for m in svc.models()}
     assert listed["ollama:failed"] == 0
     assert svc.untied_tracking_tables() == ["policy_projection_old_tracking"]
-    assert svc.drop_model("ollama:failed") == ("ollama:failed", 0)
-    assert svc.drop_model("policy_projection_old_tracking") == (
+    assert svc.drop_model("ollama:failed", actor=OPS) == ("ollama:failed", 0)
+    assert svc.drop_model("policy_projection_old_tracking", actor=OPS) == (
         "policy_projection_old_tracking",
         0,
     )
