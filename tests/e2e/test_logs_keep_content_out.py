@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 from psycopg.conninfo import conninfo_to_dict
+from tests.conftest import AUTH_HEADERS
 from tests.e2e.processes import serve, terminate, wait_healthy
 from tests.integration.embedding.conftest import FakeOllama
 
@@ -55,7 +56,7 @@ def test_logs_hold_numbers_and_ids_but_never_content(tmp_path: Path, database_ur
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(f"{base}/healthz", proc)
-        with httpx.Client(base_url=base, timeout=30) as client:
+        with httpx.Client(base_url=base, timeout=30, headers=AUTH_HEADERS) as client:
             stored = client.post(
                 "/v1/policies",
                 json={
