@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from tests.conftest import AUTH_HEADERS
 from tests.e2e.pgbouncer import pgbouncer
 from tests.e2e.processes import HASH_MODELS, serve, terminate, wait_healthy
 
@@ -47,10 +48,10 @@ class Replica:
         self.base = f"http://127.0.0.1:{port}"
 
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.get(self.base + path, timeout=30.0, **kwargs)
+        return httpx.get(self.base + path, timeout=30.0, headers=AUTH_HEADERS, **kwargs)
 
     def post(self, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.post(self.base + path, timeout=60.0, **kwargs)
+        return httpx.post(self.base + path, timeout=60.0, headers=AUTH_HEADERS, **kwargs)
 
     def health(self) -> dict[str, Any]:
         body: dict[str, Any] = self.get("/healthz").json()
@@ -162,7 +163,12 @@ def test_three_replicas_fail_over_share_the_sweep_and_survive_a_cluster_restart(
 def _sweep_once_across_replicas(replicas: list[Replica], url: str) -> list[Replica]:
     """Ingests through every replica, sweeps through every replica at once: each window is
     embedded once, and only the listening replica is woken by the ingests."""
-    assert httpx.put(replicas[0].base + SEMANTIC, json={"enabled": True}).status_code == 200
+    assert (
+        httpx.put(
+            replicas[0].base + SEMANTIC, json={"enabled": True}, headers=AUTH_HEADERS
+        ).status_code
+        == 200
+    )
     _until(
         lambda: (
             sorted(r.sweeper()["ingest_listener"] for r in replicas)

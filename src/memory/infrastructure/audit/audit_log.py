@@ -26,7 +26,7 @@ from psycopg.types.composite import register_composite
 
 from memory.application.audit.ports import AuditEntry, AuditPage, AuditQuery
 from memory.domain.audit.admin_action import Action, Actor, AdminAction, AuditedChange
-from memory.infrastructure.postgres.database import MIGRATION_LOCK_KEY, Connection, Database
+from memory.infrastructure.postgres.database import Connection, Database
 from memory.infrastructure.postgres.event_store import EventStoreConnection
 
 T = TypeVar("T")
@@ -47,15 +47,9 @@ class PostgresAuditTrail:
         # Constructing the application creates the event table (under the migration lock,
         # as for the sweep's watermarks) and reads its composite type; after that the
         # library's own pool is not needed: every read and write runs on the service's.
-        with database.connection() as conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
-            conn.commit()
-            try:
-                env = EventStoreConnection.from_url(database.url).env(AUDIT_APPLICATION)
-                app = AuditLogApplication(env=env)
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
-                conn.commit()
+        with database.migration_lock():
+            env = EventStoreConnection.for_database(database).env(AUDIT_APPLICATION)
+            app = AuditLogApplication(env=env)
         recorder = app.recorder
         assert isinstance(recorder, PostgresApplicationRecorder)
         self._recorder = recorder
@@ -77,14 +71,31 @@ class PostgresAuditTrail:
         if conn.adapters.types.get(self._type.oid) is None:
             register_composite(self._type, conn)
         with conn.cursor() as curs:
-            library_cursor = cast(Any, curs)
-            self._recorder._insert_stored_events(library_cursor, stored)
-            ids = self._recorder._fetch_ids_after_insert_events(library_cursor, stored)
-            assert ids is not None and len(ids) == 1
+            # The recorder's own statements, in its order (the table lock keeps notification
+            # ids in commit order), but never prepared: the pool may be a transaction-pooling
+            # PgBouncer, where a prepared statement does not outlive the transaction.
+            for statement in self._recorder.lock_table_statements:
+                curs.execute(statement)
+            curs.execute(sql.SQL("NOTIFY {}").format(sql.Identifier(self._recorder.channel_name)))
+            rows = [
+                self._recorder.construct_pg_stored_event(
+                    e.originator_id, e.originator_version, e.topic, e.state
+                )
+                for e in stored
+            ]
+            curs.execute(self._recorder.insert_events_statement, (rows,))
+            inserted = curs.fetchall()
+            assert len(inserted) == 1
             curs.execute(
                 "INSERT INTO audit_log (notification_id, originator_id, recorded_at, org_id,"
                 " action) VALUES (%s, %s, %s, %s, %s)",
-                (ids[0], entry.id, entry.created_on, entry.org_id, entry.action),
+                (
+                    inserted[0]["notification_id"],
+                    entry.id,
+                    entry.created_on,
+                    entry.org_id,
+                    entry.action,
+                ),
             )
 
     def entries(self, query: AuditQuery) -> AuditPage:

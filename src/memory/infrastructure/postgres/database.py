@@ -232,12 +232,7 @@ class Database:
                             "INSERT INTO memory_schema_migrations (name) VALUES (%s)", (name,)
                         )
                     applied_now.append(name)
-                # Committed before the lock is released: the `SELECT` above opened a
-                # transaction the migrations ran inside, and a starter that takes the lock
-                # next must see them (it applied them again otherwise: duplicate key).
-                conn.commit()
             finally:
-                conn.rollback()  # nothing, after the commit; a failed migration's leftovers
                 conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
         return applied_now
 
