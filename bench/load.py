@@ -67,6 +67,9 @@ SPREAD_SECONDS = 7200
 SEED_BATCHES = 8
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 NO_KEEPALIVE = httpx.Limits(max_keepalive_connections=0)
+# The replicas the bench starts accept this admin key (MEMORY_ADMIN_TOKEN); clients send it.
+BENCH_ADMIN_TOKEN = os.environ.get("MEMORY_ADMIN_TOKEN") or "bench-admin-token-0123456789abcdefghij"
+AUTH = {"Authorization": f"Bearer {BENCH_ADMIN_TOKEN}"}
 # Numbers the cells of a run, so that policy ids never repeat between cells.
 RUNS = itertools.count()
 
@@ -157,6 +160,7 @@ class Deployment:
             "MEMORY_OPENAI_BASE_URL": self.model_url,
             "MEMORY_OPENAI_SERVER_ADDS_PROMPTS": "true",
             "MEMORY_LOG_LEVEL": "WARNING",
+            "MEMORY_ADMIN_TOKEN": BENCH_ADMIN_TOKEN,
             # A policy search's budget is 2 s by default: past it the answer is a 504. Under a
             # saturated model server that turns queueing into errors; with a long budget it
             # shows as latency, which is what this measures (history searches keep their
@@ -267,7 +271,7 @@ class Workload:
 
 
 def seed(bases: list[str]) -> None:
-    with httpx.Client(timeout=60) as client:
+    with httpx.Client(timeout=60, headers=AUTH) as client:
         assert client.put(bases[0] + SEMANTIC, json={"enabled": True}).status_code == 200
         for i in range(SEED_POLICIES):
             response = client.post(
@@ -294,7 +298,7 @@ def run_cell(deployment: Deployment, cell: Cell, seconds: float, max_ops: int) -
         rng = random.Random(index)
         # No keep-alive: uvicorn closes a connection idle for 5 s, and a client reusing it at
         # that moment gets "server disconnected" (a client-side race, not a service error).
-        with httpx.Client(timeout=30, limits=NO_KEEPALIVE) as client:
+        with httpx.Client(timeout=30, limits=NO_KEEPALIVE, headers=AUTH) as client:
             while time.monotonic() < deadline and next(issued) < max_ops:
                 op = rng.choices(OPERATIONS, weights)[0]
                 started = time.perf_counter()
