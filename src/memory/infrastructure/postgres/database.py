@@ -232,13 +232,6 @@ class Database:
                             "INSERT INTO memory_schema_migrations (name) VALUES (%s)", (name,)
                         )
                     applied_now.append(name)
-                # Committed before the lock is released: `conn.transaction()` above is only a
-                # savepoint inside the read's transaction, and a starter that took the lock
-                # before this commit saw none of it and applied it again (duplicate key).
-                conn.commit()
-            except BaseException:
-                conn.rollback()
-                raise
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
         return applied_now
