@@ -1,14 +1,18 @@
 # The README's two commands: `make run` and `make test`. Both install what they need first
 # (scripts/setup.sh is idempotent) and work on a fresh Debian 12 machine, as root or not.
-.PHONY: setup run demo test lint typecheck check bench clean
+.PHONY: setup setup-dev run demo lock test lint typecheck check bench clean
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
+# Runtime dependencies only (requirements.lock); `setup-dev` adds the dev tools.
 setup:
 	bash scripts/setup.sh
+
+setup-dev:
+	MEMORY_EXTRAS=dev bash scripts/setup.sh
 
 run: setup
 	$(VENV)/bin/memory serve --host $(HOST) --port $(PORT)
@@ -16,20 +20,28 @@ run: setup
 demo: setup
 	$(VENV)/bin/memory demo
 
-test: setup
+# Regenerates both lock files from pyproject.toml (needs network access to PyPI).
+lock:
+	python3 -m venv /tmp/memory-lock-venv && /tmp/memory-lock-venv/bin/pip install -q uv
+	/tmp/memory-lock-venv/bin/uv pip compile pyproject.toml --generate-hashes --python-version 3.11 \
+	  --python-platform x86_64-manylinux_2_28 -o requirements.lock
+	/tmp/memory-lock-venv/bin/uv pip compile pyproject.toml --extra dev --generate-hashes \
+	  --python-version 3.11 --python-platform x86_64-manylinux_2_28 -o requirements-dev.lock
+
+test: setup-dev
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
 	$(PY) -m pytest
 
-lint:
+lint: setup-dev
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 
-typecheck:
+typecheck: setup-dev
 	$(VENV)/bin/mypy
 
-bench: setup
+bench: setup-dev
 	$(PY) bench/policy_search.py
 	$(PY) bench/history.py
 	$(PY) bench/full_text.py

@@ -4,7 +4,9 @@
 #   - pgvector >= 0.7 for that PostgreSQL (distro package when one exists, else a source build)
 #   - PgBouncer (Debian's package), with the dev extras only: the replica tests run it in
 #     transaction pooling mode in front of their cluster (`make run` does not need it)
-#   - a virtual environment at .venv with the project and its dev tools
+#   - a virtual environment at .venv with the project's locked runtime dependencies
+#     (requirements.lock); with MEMORY_EXTRAS=dev (what `make test` sets) the locked dev
+#     tools too (requirements-dev.lock): `make run` installs no linter or test runner
 # Each step checks first and does nothing when its result is already there.
 set -euo pipefail
 
@@ -12,7 +14,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VENV:-$ROOT/.venv}"
 PYTHON="${PYTHON:-python3}"
 PGVECTOR_MIN="0.7.0"
-EXTRAS="${MEMORY_EXTRAS:-dev}"
+EXTRAS="${MEMORY_EXTRAS:-}"
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -138,15 +140,27 @@ ensure_venv() {
             "$PYTHON" -m venv "$VENV"
         fi
     fi
-    local stamp="$VENV/.memory-installed"
-    if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || ! grep -qx "$EXTRAS" "$stamp"; then
-        log "installing Python packages into $VENV"
-        "$VENV/bin/python" -m pip install -q --upgrade pip
-        "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"
-        echo "$EXTRAS" > "$stamp"
-    else
-        log "Python packages up to date"
+    # Both lock files are generated from pyproject.toml with hashes (see the README); the
+    # stamp records which lock was installed and its checksum, so a changed lock reinstalls
+    # and a venv that already has the dev tools serves `make run` as it is.
+    local lock="$ROOT/requirements.lock"
+    [ "$EXTRAS" = "dev" ] && lock="$ROOT/requirements-dev.lock"
+    local stamp="$VENV/.memory-installed" want have=""
+    want="$(basename "$lock") $(sha256sum "$lock" | cut -d' ' -f1) $(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
+    [ -f "$stamp" ] && have="$(cat "$stamp")"
+    if [ "$have" = "$want" ]; then
+        log "Python packages up to date ($(basename "$lock"))"
+        return
     fi
+    if [ "$EXTRAS" != "dev" ] && [ -n "$have" ] && [ "${have%% *}" = "requirements-dev.lock" ] \
+        && [ "$(echo "$have" | cut -d' ' -f3)" = "$(echo "$want" | cut -d' ' -f3)" ]; then
+        log "Python packages up to date (dev lock installed; it includes the runtime one)"
+        return
+    fi
+    log "installing Python packages into $VENV from $(basename "$lock")"
+    "$VENV/bin/python" -m pip install -q --require-hashes --no-deps -r "$lock"
+    "$VENV/bin/python" -m pip install -q --no-deps -e "$ROOT"
+    echo "$want" > "$stamp"
 }
 
 ensure_postgres

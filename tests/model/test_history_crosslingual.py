@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 from tests.conftest import running_app
+from tests.model.conftest import ModelTier
 
 from memory.entrypoints.bootstrap import build_services
 from memory.entrypoints.http.app import create_app
+from memory.infrastructure.embedding.factory import stored_model_id
 from memory.infrastructure.settings import Settings
 
 pytestmark = [pytest.mark.model, pytest.mark.anyio]
@@ -82,9 +84,9 @@ def channels_in_order(results: list[dict[str, Any]]) -> list[str]:
 
 
 async def test_an_english_query_finds_malay_chinese_and_rojak_conversations(
-    database_url: str, make_settings: Callable[..., Settings]
+    database_url: str, make_settings: Callable[..., Settings], model_tier: ModelTier
 ) -> None:
-    settings = make_settings(history_model="local:multilingual-e5-small")
+    settings = make_settings(history_model=model_tier.history_model, **model_tier.settings)
     app = create_app(
         lambda: build_services(settings, database_url, contexts=("history",)), run_workers=False
     )
@@ -108,7 +110,7 @@ async def test_an_english_query_finds_malay_chinese_and_rojak_conversations(
 
         password = await search("how do I reset my password")
         assert password["semantic"] == "on"
-        assert password["model"] == "local:multilingual-e5-small"
+        assert password["model"] == stored_model_id(model_tier.history_model)
         ranked = channels_in_order(password["results"])
         assert set(ranked[:2]) == {"ms-password", "zh-password"}, ranked
         top = password["results"][0]

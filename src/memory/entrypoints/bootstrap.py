@@ -99,11 +99,16 @@ def build_services(
     """Open the pool, migrate, load models and build the requested contexts. On failure,
     everything opened so far is closed again."""
     from memory.entrypoints import history_runtime, policy_runtime
+    from memory.entrypoints.database_url import with_password
 
     database = Database(
         database_url,
         # A direct URL only means something beside a configured (pooled) one.
-        direct_url=settings.database_direct_url if settings.database_url else None,
+        direct_url=(
+            with_password(settings.database_direct_url, settings)
+            if settings.database_url and settings.database_direct_url
+            else None
+        ),
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
         timeout=settings.database_timeout,

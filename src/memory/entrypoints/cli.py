@@ -86,7 +86,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from memory.entrypoints import db_cli, demo_cli, history_cli, keys_cli, policy_cli
+    from memory.entrypoints import check_cli, db_cli, demo_cli, history_cli, keys_cli, policy_cli
 
     parser = argparse.ArgumentParser(
         prog="memory", description="Local, multilingual semantic memory on PostgreSQL + pgvector."
@@ -102,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     history_cli.register(sub)
     demo_cli.register(sub)
     keys_cli.register(sub)
+    check_cli.register(sub)
     _add_json_flag(parser)
     return parser
 

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from psycopg.conninfo import make_conninfo
+
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres
 from memory.infrastructure.settings import Settings
 
@@ -22,13 +24,20 @@ class HomeHasNoDatabase(Exception):
         )
 
 
+def with_password(url: str, settings: Settings) -> str:
+    """`url` with `MEMORY_DATABASE_PASSWORD` in it when that is set."""
+    if settings.database_password is None:
+        return url
+    return make_conninfo(url, password=settings.database_password.get_secret_value())
+
+
 @contextmanager
 def database_url(settings: Settings, *, create: bool = True) -> Iterator[str]:
     """Yield a URL. With no configured database, start (or attach to) the embedded cluster
     under `settings.home` and stop it afterwards if this process started it. With
     `create=False` a home without a cluster raises `HomeHasNoDatabase`."""
     if settings.database_url:
-        yield settings.database_url
+        yield with_password(settings.database_url, settings)
         return
     cluster = EmbeddedPostgres(settings.home)
     if not create and not cluster.initialised():

@@ -41,6 +41,10 @@ class Settings(BaseSettings):
     # the projector lease, migrations) connects here; prepared statements are then off on
     # the pooled URL (docs/adr/0061). Unset: `database_url` is used for both.
     database_direct_url: str | None = None
+    # The database password, when it is not in the URL: put into the connection string
+    # quoted, so any character works (compose passes it this way; in a URL '@', ':', '/'
+    # and '%' would have to be percent-encoded).
+    database_password: SecretStr | None = None
     pool_min_size: int = Field(default=2, ge=1)
     pool_max_size: int = Field(default=10, ge=1)
     # Longest wait (seconds) for a database connection: while the database is down, requests

@@ -13,6 +13,7 @@ from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 from memory.infrastructure.policy.metrics import POLICY_PROJECTOR_LAG, POLICY_PROJECTOR_POSITION
 from memory.infrastructure.policy.progress import ProjectionProgress
 from memory.infrastructure.policy.projector import PolicyProjector, read_tracking_position
+from memory.infrastructure.postgres.availability import is_connection_failure
 from memory.infrastructure.postgres.database import Database
 
 log = logging.getLogger(__name__)
@@ -78,10 +79,21 @@ class PolicyWorkers:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(projector.stop)
 
+    @staticmethod
+    def _try_start(projector: PolicyProjector) -> bool:
+        """Whether this process leads now. The database being unreachable (restarting)
+        means not yet: stand by and try again, instead of crashing with a stack trace."""
+        try:
+            return projector.try_start()
+        except Exception as exc:
+            if not is_connection_failure(exc):
+                raise
+            return False
+
     async def _lead(self, projector: PolicyProjector) -> None:
         """Stand by until this process holds the lease, then project until it loses it."""
         waiting_logged = False
-        while not await anyio.to_thread.run_sync(projector.try_start):
+        while not await anyio.to_thread.run_sync(self._try_start, projector):
             self.role = ProjectorRole.STANDBY
             if not waiting_logged:
                 log.info(

@@ -162,7 +162,7 @@ class PostgresChatEventLog:
             """
         ).format(
             columns=_HIT_COLUMNS,
-            tsquery=_tsquery(self._segmentation.query(query.text, self._split_words), params),
+            tsquery=tsquery(self._segmentation.query(query.text, self._split_words), params),
             in_range=_IN_RANGE,
             filters=event_filters(query, params),
         )
@@ -326,7 +326,8 @@ class PostgresChatEventLog:
         return [OutOfRangeEvent(str(r["event_id"]), str(r["occurred_at"])) for r in rows]
 
 
-def _tsquery(query: FullTextQuery, params: dict[str, Any]) -> sql.Composable:
+def tsquery(query: FullTextQuery, params: dict[str, Any]) -> sql.Composable:
+    """The tsquery history search asks with; its values go into `params`."""
     parts: list[sql.Composable] = []
     if query.words or not query.phrases:
         params["q_words"] = query.words

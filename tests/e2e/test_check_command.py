@@ -1,0 +1,91 @@
+"""`memory check --model SPEC` on a real database with the hash test model: the table per
+language pair beside full-text alone, the threshold's exit status, clear errors."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memory.application.model_check import check_model
+from memory.datasets.retrieval_check import CheckDocument, CheckQuery, CheckSet, load_check_set
+from memory.entrypoints.check_cli import EXIT_BELOW_THRESHOLD
+from memory.entrypoints.cli import main
+from memory.infrastructure.embedding.hashing import HashEmbeddingModel
+from memory.infrastructure.history.full_text_ranker import PostgresFullTextRanker
+from memory.infrastructure.postgres.database import Database
+
+LANGUAGES = ("en", "ms", "rojak", "zh")
+
+
+@pytest.fixture
+def check_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
+    monkeypatch.setenv("MEMORY_HOME", str(tmp_path / "home"))
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def test_the_check_set_covers_every_language_pair() -> None:
+    data = load_check_set()
+    pairs = {(q.lang, data.language_of(q.document)) for q in data.queries}
+    assert pairs == {(a, b) for a in LANGUAGES for b in LANGUAGES}
+    assert {d.kind for d in data.documents} == {"chat", "policy"}
+
+
+def test_check_prints_recall_per_pair_and_exits_by_threshold(
+    check_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check", "--model", "hash:1024", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["model"] == "hash:1024"
+    assert len(document["pairs"]) == 16
+    assert sum(p["questions"] for p in document["pairs"]) == 48
+    recall = document["overall"]["model_recall"]
+    assert 0 <= recall < 1  # a hash model is no multilingual model
+
+    assert main(["check", "--model", "hash:1024", "--threshold", "0.99"]) == EXIT_BELOW_THRESHOLD
+    out, err = capsys.readouterr()
+    assert "model recall" in out and "full text recall" in out
+    assert "passed:" in out and "no" in out.split("passed:")[1]
+    assert "check hash:1024: 100%" in err  # the progress bar
+    assert main(["check", "--model", "hash:1024", "--threshold", str(recall)]) == 0
+    capsys.readouterr()
+
+    assert main(["check", "--model", "nope:1", "--json"]) == 2
+    assert "--model" in json.loads(capsys.readouterr().out)["error"]
+    assert main(["check", "--model", "hash:64", "--threshold", "2"]) == 2
+    assert "--threshold must be between 0 and 1" in capsys.readouterr().err
+
+
+def test_full_text_alone_finds_same_words_and_chinese_keywords(database_url: str) -> None:
+    data = CheckSet(
+        [
+            CheckDocument("a", "en", "chat", "The forklift in the warehouse is broken."),
+            CheckDocument("b", "zh", "chat", "仓库的叉车坏了，今天的货要延迟。"),  # noqa: RUF001
+            CheckDocument("c", "ms", "chat", "Forklift di gudang rosak."),
+        ],
+        [
+            CheckQuery("a", "en", "broken forklift"),
+            CheckQuery("b", "zh", "叉车"),
+            CheckQuery("c", "en", "broken forklift"),  # another language: no shared words
+        ],
+    )
+    database = Database(database_url, min_size=1, max_size=1)
+    database.open()
+    try:
+        ranker = PostgresFullTextRanker(database)
+        docs = [(d.id, d.text) for d in data.documents]
+        assert ranker.rank("broken forklift", docs, 3) == ["a"]
+        assert ranker.rank("叉车", docs, 3) == ["b"]
+        table = check_model(HashEmbeddingModel(64), ranker, data, k=1)
+    finally:
+        database.close()
+    by_pair = {p.pair: p.full_text for p in table.pairs}
+    assert by_pair == {("en", "en"): 1.0, ("zh", "zh"): 1.0, ("en", "ms"): 0.0}
