@@ -152,6 +152,11 @@ class FlagBody(StrictBody):
     enabled: bool
 
 
+class EraseBody(StrictBody):
+    event_ids: list[str] | None = None
+    sender: str | None = None
+
+
 class RetentionBody(StrictBody):
     days: int = Field(ge=RETENTION_DAYS_MIN, le=RETENTION_DAYS_MAX)
 
@@ -266,6 +271,31 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
             found = await anyio.to_thread.run_sync(service.retention, org_id)
         return JSONResponse(_retention(found))
 
+    async def erase_events(request: Request) -> Response:
+        org_id = _org(request)
+        body = await parse_body(request, EraseBody)
+        report = await anyio.to_thread.run_sync(
+            lambda: service.erase_events(org_id, event_ids=body.event_ids, sender=body.sender)
+        )
+        return JSONResponse(
+            {"events_deleted": report.events_deleted, "windows_deleted": report.windows_deleted}
+        )
+
+    async def erase_org(request: Request) -> Response:
+        org_id = _org(request)
+        report = await anyio.to_thread.run_sync(service.erase_org, org_id)
+        return JSONResponse(
+            {
+                "org_id": report.org_id,
+                "events_deleted": report.events_deleted,
+                "windows_deleted": report.windows_deleted,
+                "partitions_deleted": report.partitions_deleted,
+                "watermarks_closed": report.watermarks_closed,
+                "flags_deleted": report.flags_deleted,
+                "retention_deleted": report.retention_deleted,
+            }
+        )
+
     async def purge(request: Request) -> Response:
         raw = await request.body()
         body = await parse_body(request, SweepBody) if raw.strip() else SweepBody()
@@ -282,6 +312,8 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
     org = ORG
     return [
         Route(f"{org}/chat-events", ingest, methods=["POST"]),
+        Route(f"{org}/chat-events", erase_events, methods=["DELETE"]),
+        Route(org, erase_org, methods=["DELETE"]),
         Route(f"{org}/history/search", search, methods=["GET"]),
         Route("/v1/sweep", sweep, methods=["POST"]),
         Route(f"{org}/sweep", sweep_status, methods=["GET"]),
