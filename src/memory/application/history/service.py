@@ -133,6 +133,7 @@ class HistoryService:
             similarity_floor=similarity_floor,
             clock=clock,
             max_future_skew=max_future_skew,
+            pending_windows=lambda org_id: self._status.pending_windows(org_id),
         )
         self._sweeper = Sweeper(
             events=ports.events,

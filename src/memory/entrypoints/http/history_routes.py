@@ -191,9 +191,19 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         body: dict[str, Any] = {
             "results": [_hit(h) for h in result.hits],
             "semantic": result.semantic.value,
+            "org_known": result.org_known,
         }
         if result.model is not None:
             body["model"] = result.model
+        if result.semantic_off_by is not None:
+            off = result.semantic_off_by
+            body["semantic_off_by"] = {
+                "flag": off.flag,
+                "layer": off.layer,
+                "default": off.default,
+            }
+        if result.pending_windows is not None:
+            body["pending_windows"] = result.pending_windows
         return JSONResponse(body)
 
     async def sweep(request: Request) -> Response:
