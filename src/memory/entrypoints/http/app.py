@@ -32,6 +32,7 @@ from memory.entrypoints.http import access_routes, history_routes, policy_routes
 from memory.entrypoints.http.access import Access, AccessControl, AccessTable
 from memory.entrypoints.http.body_limit import BodyLimit
 from memory.entrypoints.http.errors import EXCEPTION_HANDLERS
+from memory.entrypoints.http.openapi import contract_routes
 from memory.entrypoints.logging_setup import REQUEST_ID
 from memory.entrypoints.runtime import ContextRuntime
 from memory.entrypoints.workers.database_probe import bounded_in_thread, database_problem
@@ -207,7 +208,7 @@ def create_app(build: Callable[[], Services], *, run_workers: bool = True) -> St
             await anyio.to_thread.run_sync(services.close)
 
     app = Starlette(
-        routes=[Route("/healthz", healthz), Route("/metrics", metrics)],
+        routes=[Route("/healthz", healthz), Route("/metrics", metrics), *contract_routes()],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )

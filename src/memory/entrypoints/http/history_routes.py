@@ -98,6 +98,13 @@ class FlagPath(QueryParams):
     flag: str
 
 
+class OrgFlagPath(QueryParams):
+    """The path of an org's flag (for the contract; the route checks each part)."""
+
+    org_id: str = Field(pattern=ORG_ID_PATTERN)
+    flag: str
+
+
 class ChatEventBody(StrictBody):
     event_id: (
         Annotated[

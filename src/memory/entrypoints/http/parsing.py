@@ -23,6 +23,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 
+from memory.domain.history.chat_input import PATTERN_RULES
 from memory.entrypoints.http.errors import RequestInvalid
 
 M = TypeVar("M", bound=BaseModel)
@@ -66,6 +67,15 @@ def _decimal_text(value: Any) -> Any:
 Instant = Annotated[AwareDatetime, Field(strict=False), BeforeValidator(_iso_text)]
 # An integer in a query string: decimal digits only (no "+1", "1_000", "1.0" or spaces).
 QueryInt = Annotated[int, BeforeValidator(_decimal_text)]
+
+
+# Marks a field whose JSON schema the OpenAPI document replaces with a named component (or
+# null): a field the domain validates itself, so that its pydantic type stays `dict`.
+COMPONENT_KEY = "x-memory-component"
+
+
+def nullable_ref(schema: str) -> dict[str, Any]:
+    return {COMPONENT_KEY: schema}
 
 
 class _UnsafeText(Exception):
@@ -129,10 +139,16 @@ def _refuse_constant(name: str) -> Any:
 
 
 def _fields(exc: ValidationError, prefix: str = "") -> list[dict[str, str]]:
+    """Every failing field, each with a reason a person reads: a pattern is described in
+    words (`PATTERN_RULES`), never shown as a regex; no pydantic URLs."""
     out = []
     for err in exc.errors(include_url=False):
         path = field_label(err["loc"]) or "body"
-        out.append({"field": f"{prefix}{path}", "reason": err["msg"]})
+        reason = err["msg"]
+        if err["type"] == "string_pattern_mismatch":
+            pattern = str((err.get("ctx") or {}).get("pattern", ""))
+            reason = PATTERN_RULES.get(pattern, "has a form this field does not allow")
+        out.append({"field": f"{prefix}{path}", "reason": reason})
     return out
 
 

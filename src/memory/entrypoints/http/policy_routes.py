@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
+from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -40,6 +41,7 @@ from memory.entrypoints.http.parsing import (
     QueryInt,
     QueryParams,
     StrictBody,
+    nullable_ref,
     parse_body,
     parse_path,
     parse_query,
@@ -68,15 +70,27 @@ class EmbeddingPath(QueryParams):
     embedding_ref: str
 
 
+# The domain checks metadata and filters (naming each failing key); the contract documents
+# their shapes (`schemas.PolicyMetadataShape`, `schemas.PolicyFilterShape`).
+Metadata = Annotated[
+    dict[str, Any] | None,
+    Field(json_schema_extra=nullable_ref("PolicyMetadataShape")),
+]
+Filter = Annotated[
+    dict[str, Any] | None,
+    Field(json_schema_extra=nullable_ref("PolicyFilterShape")),
+]
+
+
 class StoreBody(StrictBody):
     policy_id: str
     content: str
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata = None
 
 
 class UpdateBody(StrictBody):
     content: str
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata = None
 
 
 class SearchBody(StrictBody):
@@ -86,7 +100,7 @@ class SearchBody(StrictBody):
     offset: int | None = None
     cursor: str | None = None
     max_results: int | None = None
-    filter: dict[str, Any] | None = None
+    filter: Filter = None
 
 
 class PolicyListing(QueryParams):
@@ -98,7 +112,7 @@ class PolicyListing(QueryParams):
 
 
 class EmbeddingLookup(QueryParams):
-    origin: str = "direct"
+    origin: Literal["direct", "search"] = "direct"
     query: str | None = None
 
 
