@@ -8,10 +8,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 from tests.conftest import TEST_ADMIN_TOKEN
+
+from memory.infrastructure.postgres.embedded import free_port
 
 STARTUP_DEADLINE_SECONDS = 60
 # Fast, deterministic models: these tests are about processes and the database, not meaning.
@@ -77,3 +81,17 @@ def terminate(proc: subprocess.Popen[bytes]) -> str:
     log = output.decode()
     assert proc.returncode == 0, log
     return log
+
+
+@contextmanager
+def served_on(database_url: str, home: Path, **env_overrides: str) -> Iterator[str]:
+    """A `memory serve` on `database_url` with the hash models; yields its base URL and
+    stops it (cleanly) afterwards."""
+    port = free_port()
+    proc = serve(home, port, MEMORY_DATABASE_URL=database_url, **HASH_MODELS, **env_overrides)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        assert wait_healthy(f"{base}/healthz", proc).status_code == 200
+        yield base
+    finally:
+        terminate(proc)

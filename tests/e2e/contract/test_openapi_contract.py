@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -21,10 +20,10 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 from tests.conftest import ClonedDatabases
-from tests.e2e.processes import HASH_MODELS, serve, terminate, wait_healthy
+from tests.e2e.processes import served_on
 
 from memory.entrypoints.http.openapi import OPERATIONS, openapi_document
-from memory.infrastructure.postgres.embedded import free_port, with_database
+from memory.infrastructure.postgres.embedded import with_database
 
 # Cases per operation: enough to reach every field's edges, few enough for a 2-core machine.
 EXAMPLES_PER_OPERATION = 30
@@ -36,15 +35,11 @@ def served(
     pg_admin_url: str, cloned_databases: ClonedDatabases, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     name = cloned_databases.take()
-    home: Path = tmp_path_factory.mktemp("contract")
-    port = free_port()
-    proc = serve(home, port, MEMORY_DATABASE_URL=with_database(pg_admin_url, name), **HASH_MODELS)
     try:
-        base = f"http://127.0.0.1:{port}"
-        assert wait_healthy(f"{base}/healthz", proc).status_code == 200
-        yield base
+        url = with_database(pg_admin_url, name)
+        with served_on(url, tmp_path_factory.mktemp("contract")) as base:
+            yield base
     finally:
-        terminate(proc)
         cloned_databases.drop(name)
 
 

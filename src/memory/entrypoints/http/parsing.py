@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -51,6 +52,10 @@ class QueryParams(BaseModel):
 
 
 def _iso_text(value: Any) -> Any:
+    # A datetime object never comes out of JSON: it is Python code (`memory.client`)
+    # building the model, and is taken as it is.
+    if isinstance(value, datetime):
+        return value
     if not isinstance(value, str) or not _ISO_DATE_START.match(value):
         raise ValueError("must be an ISO 8601 date-time string")
     return value
@@ -138,7 +143,7 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _fields(exc: ValidationError, prefix: str = "") -> list[dict[str, str]]:
+def field_problems(exc: ValidationError, prefix: str = "") -> list[dict[str, str]]:
     """Every failing field, each with a reason a person reads: a pattern is described in
     words (`PATTERN_RULES`), never shown as a regex; no pydantic URLs."""
     out = []
@@ -184,7 +189,7 @@ async def parse_body(request: Request, model: type[M]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise RequestInvalid(_fields(exc)) from exc
+        raise RequestInvalid(field_problems(exc)) from exc
 
 
 def parse_query(request: Request, model: type[M]) -> M:
@@ -207,4 +212,4 @@ def validate(model: type[M], data: Any) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise RequestInvalid(_fields(exc)) from exc
+        raise RequestInvalid(field_problems(exc)) from exc
