@@ -86,12 +86,27 @@ def terminate(proc: subprocess.Popen[bytes]) -> str:
 @contextmanager
 def served_on(database_url: str, home: Path, **env_overrides: str) -> Iterator[str]:
     """A `memory serve` on `database_url` with the hash models; yields its base URL and
-    stops it (cleanly) afterwards."""
+    stops it (cleanly) afterwards. Its output goes to a file, not a pipe: a server answering
+    thousands of requests writes an access line each, which would fill a pipe nobody reads
+    until the end and block the server."""
     port = free_port()
-    proc = serve(home, port, MEMORY_DATABASE_URL=database_url, **HASH_MODELS, **env_overrides)
+    home.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_") and k != "PYTHONPATH"}
+    env |= {"MEMORY_HOME": str(home), "MEMORY_DATABASE_URL": database_url, **HASH_MODELS}
+    env.update(env_overrides)
+    log_path = home / "serve.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memory.entrypoints.cli", "serve", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         base = f"http://127.0.0.1:{port}"
-        assert wait_healthy(f"{base}/healthz", proc).status_code == 200
+        assert wait_healthy(f"{base}/healthz", proc).status_code == 200, log_path.read_text()
         yield base
     finally:
-        terminate(proc)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        assert proc.returncode == 0, log_path.read_text(errors="replace")
