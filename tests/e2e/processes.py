@@ -85,14 +85,20 @@ def terminate(proc: subprocess.Popen[bytes]) -> str:
 
 @contextmanager
 def served_on(database_url: str, home: Path, **env_overrides: str) -> Iterator[str]:
-    """A `memory serve` on `database_url` with the hash models; yields its base URL and
+    """A `memory serve` on `database_url` with the hash models and the test admin key
+    (`TEST_ADMIN_TOKEN`); yields its base URL and
     stops it (cleanly) afterwards. Its output goes to a file, not a pipe: a server answering
     thousands of requests writes an access line each, which would fill a pipe nobody reads
     until the end and block the server."""
     port = free_port()
     home.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_") and k != "PYTHONPATH"}
-    env |= {"MEMORY_HOME": str(home), "MEMORY_DATABASE_URL": database_url, **HASH_MODELS}
+    env |= {
+        "MEMORY_HOME": str(home),
+        "MEMORY_DATABASE_URL": database_url,
+        "MEMORY_ADMIN_TOKEN": TEST_ADMIN_TOKEN,
+        **HASH_MODELS,
+    }
     env.update(env_overrides)
     log_path = home / "serve.log"
     with log_path.open("wb") as log:

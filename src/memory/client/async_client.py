@@ -259,6 +259,33 @@ class AsyncMemoryClient:
     async def purge(self, org_id: str | None = None) -> s.PurgeBody:
         return await self._one(lambda: calls.purge(org_id))
 
+    # Access ---------------------------------------------------------------------------
+
+    async def create_api_key(
+        self, name: str, scopes: Sequence[str], *, org_id: str | None = None
+    ) -> s.NewApiKeyBody:
+        """A new key; its `secret` is in this answer only."""
+        return await self._one(lambda: calls.create_api_key(name, org_id, scopes))
+
+    async def api_keys(self) -> s.ApiKeysBody:
+        return await self._one(calls.api_keys)
+
+    async def revoke_api_key(self, key_id: str) -> None:
+        await self._run(prepare(lambda: calls.revoke_api_key(key_id)))
+
+    async def audit(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        org_id: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> s.AuditPageBody:
+        return await self._one(
+            lambda: calls.audit(since=since, until=until, org_id=org_id, limit=limit, cursor=cursor)
+        )
+
     async def health(self) -> s.HealthBody:
         """/healthz; a 503 (database down) raises `Unavailable` after the retries."""
         return await self._one(calls.health)

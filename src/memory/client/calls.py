@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
+from memory.entrypoints.http import access_routes as a
 from memory.entrypoints.http import history_routes as h
 from memory.entrypoints.http import policy_routes as p
 from memory.entrypoints.http import schemas as s
@@ -223,6 +224,34 @@ def set_retention(org_id: str, days: int) -> Call[s.RetentionBodyOut]:
 
 def purge(org_id: str | None) -> Call[s.PurgeBody]:
     return Call("POST", "/v1/purge", s.PurgeBody, body=_body(h.SweepBody(org_id=org_id)))
+
+
+# Access -----------------------------------------------------------------------------------
+
+
+def create_api_key(name: str, org_id: str | None, scopes: Sequence[str]) -> Call[s.NewApiKeyBody]:
+    body = _body(a.NewKeyBody(name=name, org_id=org_id, scopes=list(scopes)))
+    return Call("POST", "/v1/api-keys", s.NewApiKeyBody, body=body)
+
+
+def api_keys() -> Call[s.ApiKeysBody]:
+    return Call("GET", "/v1/api-keys", s.ApiKeysBody)
+
+
+def revoke_api_key(key_id: str) -> Call[BaseModel]:
+    return Call("DELETE", f"/v1/api-keys/{_seg(key_id)}", None)
+
+
+def audit(
+    *,
+    since: datetime | None,
+    until: datetime | None,
+    org_id: str | None,
+    limit: int | None,
+    cursor: str | None,
+) -> Call[s.AuditPageBody]:
+    params = _params(since=since, until=until, org_id=org_id, limit=limit, cursor=cursor)
+    return Call("GET", "/v1/audit", s.AuditPageBody, params=params)
 
 
 def health() -> Call[s.HealthBody]:

@@ -253,6 +253,33 @@ class MemoryClient:
     def purge(self, org_id: str | None = None) -> s.PurgeBody:
         return self._one(lambda: calls.purge(org_id))
 
+    # Access ---------------------------------------------------------------------------
+
+    def create_api_key(
+        self, name: str, scopes: Sequence[str], *, org_id: str | None = None
+    ) -> s.NewApiKeyBody:
+        """A new key; its `secret` is in this answer only."""
+        return self._one(lambda: calls.create_api_key(name, org_id, scopes))
+
+    def api_keys(self) -> s.ApiKeysBody:
+        return self._one(calls.api_keys)
+
+    def revoke_api_key(self, key_id: str) -> None:
+        self._run(prepare(lambda: calls.revoke_api_key(key_id)))
+
+    def audit(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        org_id: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> s.AuditPageBody:
+        return self._one(
+            lambda: calls.audit(since=since, until=until, org_id=org_id, limit=limit, cursor=cursor)
+        )
+
     def health(self) -> s.HealthBody:
         """/healthz; a 503 (database down) raises `Unavailable` after the retries."""
         return self._one(calls.health)

@@ -8,16 +8,18 @@ from datetime import UTC, datetime, timedelta
 
 import anyio
 import pytest
-from tests.conftest import ClonedDatabases
+from tests.conftest import TEST_ADMIN_TOKEN, ClonedDatabases
 from tests.e2e.processes import served_on
 
 from memory.client import (
     AsyncMemoryClient,
     ChatEvent,
     Conflict,
+    Forbidden,
     InvalidRequest,
     MemoryClient,
     NotFound,
+    Unauthorized,
 )
 from memory.infrastructure.postgres.embedded import with_database
 
@@ -38,7 +40,7 @@ def served(
 
 
 def test_the_policy_lifecycle_through_the_client(served: str) -> None:
-    with MemoryClient(served) as memory:
+    with MemoryClient(served, api_key=TEST_ADMIN_TOKEN) as memory:
         receipt = memory.store_policy(
             "travel-eu", "EU business travel needs a manager's approval.", {"tags": ["travel"]}
         )
@@ -84,7 +86,7 @@ def test_the_policy_lifecycle_through_the_client(served: str) -> None:
 
 def test_the_history_lifecycle_through_the_client(served: str) -> None:
     now = datetime.now(UTC)
-    with MemoryClient(served) as memory:
+    with MemoryClient(served, api_key=TEST_ADMIN_TOKEN) as memory:
         assert memory.health().status == "ok"
         unknown = memory.search_history("nobody", "password")
         assert (unknown.org_known, unknown.semantic) == (False, "off")
@@ -139,7 +141,7 @@ def test_the_history_lifecycle_through_the_client(served: str) -> None:
 
 def test_the_async_client(served: str) -> None:
     async def run() -> tuple[int, list[str]]:
-        async with AsyncMemoryClient(served) as memory:
+        async with AsyncMemoryClient(served, api_key=TEST_ADMIN_TOKEN) as memory:
             await memory.store_policy("async-1", "Laptops are encrypted at rest.")
             await memory.store_policy("async-2", "Laptops lock after five idle minutes.")
             page = await memory.list_policies(limit=1)
@@ -149,3 +151,22 @@ def test_the_async_client(served: str) -> None:
     size, ids = anyio.run(run)
     assert size == 1
     assert {"async-1", "async-2"} <= set(ids)
+
+
+def test_keys_and_the_audit_trail_through_the_client(served: str) -> None:
+    with MemoryClient(served, api_key=TEST_ADMIN_TOKEN) as admin:
+        created = admin.create_api_key("reader", ["policies:read"])
+        assert created.secret and created.scopes == ["policies:read"]
+        with MemoryClient(served, api_key=created.secret) as reader:
+            reader.list_policies()
+            with pytest.raises(Forbidden) as denied:
+                reader.store_policy("nope", "not allowed")
+            assert denied.value.code == "forbidden"
+        assert created.key_id in {k.key_id for k in admin.api_keys().keys}
+        admin.revoke_api_key(created.key_id)
+        with (
+            MemoryClient(served, api_key=created.secret) as revoked,
+            pytest.raises(Unauthorized),
+        ):
+            revoked.list_policies()
+        assert any(e.action for e in admin.audit(limit=5).entries)

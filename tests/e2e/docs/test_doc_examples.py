@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.conftest import ClonedDatabases
+from tests.conftest import TEST_ADMIN_TOKEN, ClonedDatabases
 from tests.e2e.processes import served_on
 
 from memory.infrastructure.postgres.embedded import with_database
@@ -54,6 +54,14 @@ def served(
         cloned_databases.drop(name)
 
 
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    """Where the examples run: as after `make run`, `.memory/admin-token` holds an admin key."""
+    (tmp_path / ".memory").mkdir()
+    (tmp_path / ".memory" / "admin-token").write_text(TEST_ADMIN_TOKEN + "\n")
+    return tmp_path
+
+
 def local(text: str, base: str) -> str:
     for host in DOC_HOSTS:
         text = text.replace(host, base if host.startswith("http") else base.split("//")[1])
@@ -65,11 +73,12 @@ def test_the_docs_have_examples_of_each_kind() -> None:
 
 
 @pytest.mark.parametrize(("name", "script"), SHELL, ids=[n for n, _ in SHELL])
-def test_a_shell_example_runs(name: str, script: str, served: str) -> None:
+def test_a_shell_example_runs(name: str, script: str, served: str, workdir: Path) -> None:
     lines = [line for line in script.splitlines() if not line.lstrip().startswith("make ")]
     command = local("\n".join(lines), served).replace("curl ", "curl -sS --fail-with-body ")
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", command],
+        cwd=workdir,
         capture_output=True,
         text=True,
         timeout=120,
@@ -79,10 +88,11 @@ def test_a_shell_example_runs(name: str, script: str, served: str) -> None:
 
 
 @pytest.mark.parametrize(("name", "script"), PYTHON, ids=[n for n, _ in PYTHON])
-def test_a_python_example_runs(name: str, script: str, served: str) -> None:
+def test_a_python_example_runs(name: str, script: str, served: str, workdir: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
     done = subprocess.run(
         [sys.executable, "-c", local(script, served)],
+        cwd=workdir,
         env=env,
         capture_output=True,
         text=True,
@@ -106,7 +116,8 @@ def test_the_policy_reference_runs_in_order_and_its_filter_finds_the_updated_pol
         ("POST", "/v1/policies/search"),
     ]
     stored = json.loads(requests[0][2])
-    with httpx.Client(base_url=served, timeout=30) as http:
+    auth = {"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"}
+    with httpx.Client(base_url=served, timeout=30, headers=auth) as http:
         for method, path, body in requests:
             url = path.replace("{policy_id}", stored["policy_id"])
             answer = http.request(method, url, json=json.loads(body))
@@ -128,7 +139,8 @@ def test_the_history_reference_ingest_and_erasure_examples_run(served: str) -> N
     by_id, by_sender = (
         json.loads(b) for b in re.findall(r"```json\n(.*?)```", erasure[1], re.DOTALL)[:2]
     )
-    with httpx.Client(base_url=served, timeout=30) as http:
+    auth = {"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"}
+    with httpx.Client(base_url=served, timeout=30, headers=auth) as http:
         stored = http.post("/v1/orgs/docs/chat-events", json=json.loads(ingest[1]))
         assert stored.status_code == 201, stored.text
         erased = http.request("DELETE", "/v1/orgs/docs/chat-events", json=by_id)

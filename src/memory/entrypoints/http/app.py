@@ -147,6 +147,10 @@ def access_table(*, metrics_public: bool) -> AccessTable:
     """Every route's access rule: the service's own and each routes module's `ACCESS`."""
     return {
         ("GET", "/healthz"): Access.public(),
+        # The contract and its reference: readable without a key (they hold no data).
+        ("GET", "/openapi.json"): Access.public(),
+        ("GET", "/docs"): Access.public(),
+        ("GET", "/docs/{asset}"): Access.public(),
         ("GET", "/metrics"): (
             Access.public() if metrics_public else Access.every_org(KeyScope.ADMIN)
         ),

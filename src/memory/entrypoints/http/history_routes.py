@@ -61,6 +61,9 @@ ORG = "/v1/orgs/{org_id}"
 # every org (global flags, sweeps, purges) needs an admin key for every org.
 ACCESS: AccessTable = {
     ("POST", f"{ORG}/chat-events"): Access.org(Scope.HISTORY_WRITE),
+    # Erasure removes data for good: the org's admins only.
+    ("DELETE", f"{ORG}/chat-events"): Access.org(Scope.ADMIN),
+    ("DELETE", ORG): Access.org(Scope.ADMIN),
     ("GET", f"{ORG}/history/search"): Access.org(Scope.HISTORY_READ),
     ("POST", "/v1/sweep"): Access.every_org(Scope.ADMIN),
     ("GET", f"{ORG}/sweep"): Access.org(Scope.HISTORY_READ),

@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from memory.entrypoints.http import access_routes as a
 from memory.entrypoints.http import history_routes as h
 from memory.entrypoints.http import policy_routes as p
 from memory.entrypoints.http import schemas as s
@@ -59,9 +60,18 @@ class Operation:
     errors: Mapping[int, Sequence[str]] = field(default_factory=dict)
 
 
+# Every /v1 route: the access middleware's answers (docs/security.md) and the body limit.
+ACCESS_ERRORS = {
+    401: ["unauthenticated"],
+    403: ["forbidden"],
+    413: ["payload_too_large"],
+    429: ["rate_limited"],
+}
+
+
 def _errors(*groups: Mapping[int, Sequence[str]]) -> dict[int, list[str]]:
     merged: dict[int, list[str]] = {}
-    for group in (*groups, DATABASE):
+    for group in (*groups, DATABASE, ACCESS_ERRORS):
         for status, codes in group.items():
             merged.setdefault(status, [])
             merged[status] += [c for c in codes if c not in merged[status]]
@@ -323,6 +333,46 @@ OPERATIONS: tuple[Operation, ...] = (
         body_optional=True,
         errors=_errors(INVALID),
     ),
+    # Access
+    Operation(
+        "POST",
+        "/v1/api-keys",
+        "createApiKey",
+        "Create an API key",
+        "access",
+        {201: s.NewApiKeyBody},
+        body=a.NewKeyBody,
+        errors=_errors(INVALID),
+    ),
+    Operation(
+        "GET",
+        "/v1/api-keys",
+        "listApiKeys",
+        "API keys the caller may see",
+        "access",
+        {200: s.ApiKeysBody},
+        errors=_errors(),
+    ),
+    Operation(
+        "DELETE",
+        "/v1/api-keys/{key_id}",
+        "revokeApiKey",
+        "Revoke an API key",
+        "access",
+        {204: None},
+        path_model=a.KeyPath,
+        errors=_errors(INVALID, NOT_FOUND),
+    ),
+    Operation(
+        "GET",
+        "/v1/audit",
+        "auditLog",
+        "Admin actions, newest first",
+        "access",
+        {200: s.AuditPageBody},
+        query=a.AuditParams,
+        errors=_errors(INVALID),
+    ),
     # Service
     Operation(
         "GET",
@@ -366,7 +416,10 @@ def openapi_document() -> dict[str, Any]:
             "each status may carry.",
         },
         "paths": paths,
-        "components": {"schemas": schemas},
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer"}},
+        },
     }
 
 
@@ -422,6 +475,7 @@ def _parameters(model: type[BaseModel] | None, where: str) -> list[dict[str, Any
 
 def _operation(op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
+        "security": [{"apiKey": []}] if op.path.startswith("/v1/") else [],
         "operationId": op.operation_id,
         "summary": op.summary,
         "tags": [op.tag],

@@ -361,3 +361,45 @@ class HealthBody(Answer):
     status: Literal["ok", "unavailable"]
     database: str
     contexts: dict[str, Any]
+
+
+# Access ----------------------------------------------------------------------------------
+
+
+class ApiKeyBody(Answer):
+    key_id: str
+    name: str
+    org_id: str | None
+    scopes: list[str]
+    created_at: datetime | None
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+class NewApiKeyBody(ApiKeyBody):
+    secret: str = Field(description="Shown once; only its SHA-256 digest is stored.")
+
+
+class ApiKeysBody(Answer):
+    keys: list[ApiKeyBody]
+
+
+class AuditActorBody(Answer):
+    key_id: str | None
+    name: str | None
+
+
+class AuditEntryBody(Answer):
+    id: str
+    recorded_at: datetime
+    actor: AuditActorBody
+    action: str
+    org_id: str | None
+    target: Any = None
+    before: Any = None
+    after: Any = None
+
+
+class AuditPageBody(Answer):
+    entries: list[AuditEntryBody]
+    next_cursor: str | None
