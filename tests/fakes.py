@@ -28,6 +28,7 @@ from memory.application.embedding import (
     ModelStatus,
     ModelUnavailable,
 )
+from memory.application.history.erasure import ErasedOrg, ErasureReport
 from memory.application.history.ports import (
     EmbeddedWindow,
     OutOfRangeEvent,
@@ -246,6 +247,9 @@ class InMemoryChatEventLog:
             for r in self._org(org_id)
             if r.event.event_id in wanted and r.in_scope(query)
         ]
+
+    def org_known(self, org_id: str) -> bool:
+        return bool(self._org(org_id))
 
     def partitions(self, org_id: str | None = None) -> list[Partition]:
         found = {
@@ -500,6 +504,46 @@ class InMemoryRetention:
         return len(gone), self._windows.purge_events(org_id, gone)
 
 
+class InMemoryErasure:
+    """`ErasureStore`: deletes events and the rows covering them (and, for an org, its
+    flags and retention)."""
+
+    def __init__(
+        self,
+        events: InMemoryChatEventLog,
+        windows: InMemoryWindowEmbeddings,
+        flags: InMemoryFeatureFlags,
+        retention: InMemoryRetention,
+    ) -> None:
+        self._events = events
+        self._windows = windows
+        self._flags = flags
+        self._retention = retention
+
+    def erase_events(self, org_id: str, event_ids: Sequence[str]) -> ErasureReport:
+        wanted = set(event_ids)
+        return self._erase(org_id, lambda r: r.event.event_id in wanted)
+
+    def erase_sender(self, org_id: str, sender: str) -> ErasureReport:
+        return self._erase(org_id, lambda r: r.event.sender == sender)
+
+    def erase_org(self, org_id: str) -> ErasedOrg:
+        partitions = self._events.partitions(org_id)
+        models = sorted({r.model for r in self._windows.rows.values() if r.org_id == org_id})
+        report = self._erase(org_id, lambda r: True)
+        flags = len(self._flags.org_values.pop(org_id, {}))
+        retention = self._retention.days_by_org.pop(org_id, None) is not None
+        return ErasedOrg(
+            report.events_deleted, report.windows_deleted, partitions, models, flags, retention
+        )
+
+    def _erase(self, org_id: str, erased: Callable[[_Stored], bool]) -> ErasureReport:
+        gone = [r for r in self._events.rows if r.org_id == org_id and erased(r)]
+        self._events.rows = [r for r in self._events.rows if r not in gone]
+        ids = [str(r.event.event_id) for r in gone]
+        return ErasureReport(len(gone), self._windows.purge_events(org_id, ids))
+
+
 @dataclass(frozen=True)
 class InMemoryHistory:
     """Every history port in memory, wired together (a purge reaches the embeddings)."""
@@ -510,19 +554,23 @@ class InMemoryHistory:
     watermarks: SweepWatermarks
     locks: InMemoryPartitionLocks
     retention: InMemoryRetention
+    erasure: InMemoryErasure
 
     @classmethod
     def create(cls) -> InMemoryHistory:
         events = InMemoryChatEventLog()
         windows = InMemoryWindowEmbeddings(events)
+        flags = InMemoryFeatureFlags()
+        retention = InMemoryRetention(events, windows)
         return cls(
             events=events,
             windows=windows,
-            flags=InMemoryFeatureFlags(),
+            flags=flags,
             # No env: the library's in-memory persistence.
             watermarks=SweepWatermarks(),
             locks=InMemoryPartitionLocks(),
-            retention=InMemoryRetention(events, windows),
+            retention=retention,
+            erasure=InMemoryErasure(events, windows, flags, retention),
         )
 
     def ports(self) -> HistoryPorts:
@@ -534,6 +582,7 @@ class InMemoryHistory:
             locks=self.locks,
             retention=self.retention,
             full_text=self.events,
+            erasure=self.erasure,
         )
 
 

@@ -8,10 +8,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 from tests.conftest import TEST_ADMIN_TOKEN
+
+from memory.infrastructure.postgres.embedded import free_port
 
 STARTUP_DEADLINE_SECONDS = 60
 # Fast, deterministic models: these tests are about processes and the database, not meaning.
@@ -77,3 +81,38 @@ def terminate(proc: subprocess.Popen[bytes]) -> str:
     log = output.decode()
     assert proc.returncode == 0, log
     return log
+
+
+@contextmanager
+def served_on(database_url: str, home: Path, **env_overrides: str) -> Iterator[str]:
+    """A `memory serve` on `database_url` with the hash models and the test admin key
+    (`TEST_ADMIN_TOKEN`); yields its base URL and
+    stops it (cleanly) afterwards. Its output goes to a file, not a pipe: a server answering
+    thousands of requests writes an access line each, which would fill a pipe nobody reads
+    until the end and block the server."""
+    port = free_port()
+    home.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_") and k != "PYTHONPATH"}
+    env |= {
+        "MEMORY_HOME": str(home),
+        "MEMORY_DATABASE_URL": database_url,
+        "MEMORY_ADMIN_TOKEN": TEST_ADMIN_TOKEN,
+        **HASH_MODELS,
+    }
+    env.update(env_overrides)
+    log_path = home / "serve.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memory.entrypoints.cli", "serve", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        assert wait_healthy(f"{base}/healthz", proc).status_code == 200, log_path.read_text()
+        yield base
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        assert proc.returncode == 0, log_path.read_text(errors="replace")

@@ -22,6 +22,7 @@ from memory.infrastructure.history.chat_events import PostgresChatEventLog
 from memory.infrastructure.history.chinese_words import jieba_words
 from memory.infrastructure.history.clock import system_clock
 from memory.infrastructure.history.embeddings import PostgresWindowEmbeddings
+from memory.infrastructure.history.erasure import PostgresErasure
 from memory.infrastructure.history.feature_flags import PostgresFeatureFlags
 from memory.infrastructure.history.metrics import HistoryMetrics
 from memory.infrastructure.history.partition_locks import AdvisoryPartitionLocks
@@ -111,6 +112,7 @@ class HistoryRuntime:
                 locks=self.locks,
                 retention=PostgresRetention(database),
                 full_text=self.events,
+                erasure=PostgresErasure(database),
             ),
             model,
             clock=clock,

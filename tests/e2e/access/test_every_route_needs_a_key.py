@@ -1,6 +1,6 @@
 """No route is open by accident: every route the app registers answers 401 without a key,
-except /healthz (and /metrics when configured public); a route without an access rule is
-refused even to an admin key."""
+except /healthz, the contract (/openapi.json, /docs) and /metrics when configured public; a
+route without an access rule is refused even to an admin key."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ PARAMS = {
     "policy_id": "p",
     "embedding_ref": "e",
     "key_id": "key_0000000000000000",
+    "asset": "swagger-ui.css",
 }
 
 
@@ -29,7 +30,11 @@ def _fill(template: str) -> str:
 
 @pytest.mark.parametrize("metrics_public", [False, True])
 async def test_every_registered_route_needs_a_key(full_app: FullApp, metrics_public: bool) -> None:
-    open_routes = {("GET", "/healthz")} | ({("GET", "/metrics")} if metrics_public else set())
+    # The contract and its reference hold no data (ADR 0065).
+    contract = {("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/docs/{asset}")}
+    open_routes = (
+        {("GET", "/healthz")} | contract | ({("GET", "/metrics")} if metrics_public else set())
+    )
     async with full_app(metrics_public=metrics_public) as running:
         routes = [r for r in running.app.routes if isinstance(r, Route)]
         walked = set()

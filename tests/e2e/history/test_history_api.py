@@ -448,3 +448,51 @@ async def test_unsafe_path_segments_are_422_not_500(history_app) -> None:
         ):
             response = await client.get(path)
             assert response.status_code == 422 and fields(response) == [field]
+
+
+async def test_erasure_endpoints(history_app, event) -> None:
+    async with history_app() as client:
+        await ingest(
+            client,
+            "acme",
+            [
+                event("how can I reset my password", minutes_ago=125, event_id="m1"),
+                event("the reset link never arrives", minutes_ago=124, event_id="m2"),
+                event("send me the March invoice", minutes_ago=60, event_id="i1", sender="bob"),
+            ],
+        )
+        assert (await client.put(SEMANTIC, json={"enabled": True})).status_code == 200
+        assert (await client.post("/v1/sweep")).status_code == 200
+
+        both = await client.request(
+            "DELETE", "/v1/orgs/acme/chat-events", json={"event_ids": ["m1"], "sender": "bob"}
+        )
+        assert (both.status_code, fields(both)) == (422, ["body"])
+        typed = await client.request("DELETE", "/v1/orgs/acme/chat-events", json={"sender": 5})
+        assert (typed.status_code, fields(typed)) == (422, ["sender"])
+
+        by_id = await client.request(
+            "DELETE", "/v1/orgs/acme/chat-events", json={"event_ids": ["m2"]}
+        )
+        assert by_id.status_code == 200, by_id.text
+        assert by_id.json() == {"events_deleted": 1, "windows_deleted": 1}
+        by_sender = await client.request(
+            "DELETE", "/v1/orgs/acme/chat-events", json={"sender": "bob"}
+        )
+        assert by_sender.json() == {"events_deleted": 1, "windows_deleted": 1}
+        found = (await client.get("/v1/orgs/acme/history/search", params={"q": "reset"})).json()
+        assert [r["event_id"] for r in found["results"]] == ["m1"]
+
+        erased = await client.delete("/v1/orgs/acme")
+        assert erased.status_code == 200, erased.text
+        assert erased.json() == {
+            "org_id": "acme",
+            "events_deleted": 1,
+            "windows_deleted": 0,
+            "partitions_deleted": 1,
+            "watermarks_closed": 1,
+            "flags_deleted": 0,
+            "retention_deleted": False,
+        }
+        after = (await client.get("/v1/orgs/acme/history/search", params={"q": "reset"})).json()
+        assert after["results"] == []

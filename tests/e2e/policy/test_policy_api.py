@@ -455,3 +455,49 @@ async def test_unsafe_path_segments_are_422_not_500(policy_app: Any) -> None:
         assert fields_of(await client.get("/v1/embeddings/a%00b")) == {"embedding_ref"}
         put = await client.put("/v1/policies/a%00b", json={"content": "x"})
         assert fields_of(put) == {"policy_id"}
+
+
+async def test_get_list_and_delete_over_http(policy_app: Any) -> None:
+    async with policy_app() as client:
+        stored = (await client.post("/v1/policies", json=POLICY)).json()
+        await client.post("/v1/policies", json={"policy_id": "other", "content": "other text"})
+
+        got = await client.get("/v1/policies/travel-eu")
+        assert got.status_code == 200, got.text
+        body = got.json()
+        assert body["content"] == POLICY["content"]
+        assert body["metadata"] == POLICY["metadata"]
+        assert (body["version"], body["model"]) == (1, "hash:384")
+        assert body["embedding_ref"] == stored["embedding_ref"]
+        assert body["stored_at"] == body["updated_at"] == stored["stored_at"]
+
+        page = await client.get("/v1/policies", params={"limit": "1"})
+        assert page.status_code == 200, page.text
+        assert [p["policy_id"] for p in page.json()["policies"]] == ["other"]
+        rest = await client.get(
+            "/v1/policies", params={"limit": "1", "cursor": page.json()["next_cursor"]}
+        )
+        assert [p["policy_id"] for p in rest.json()["policies"]] == ["travel-eu"]
+        assert rest.json()["next_cursor"] is None
+        tagged = await client.get("/v1/policies", params={"tag": "travel", "source": "finance"})
+        assert [p["policy_id"] for p in tagged.json()["policies"]] == ["travel-eu"]
+        assert fields_of(await client.get("/v1/policies", params={"limit": "ten"})) == {"limit"}
+        assert fields_of(await client.get("/v1/policies", params={"updated_since": "1"})) == {
+            "updated_since"
+        }
+
+        deleted = await client.delete("/v1/policies/travel-eu")
+        assert (deleted.status_code, deleted.content) == (204, b"")
+        assert error_of(await client.get("/v1/policies/travel-eu"))["code"] == "not_found"
+        gone = await client.get(f"/v1/embeddings/{stored['embedding_ref']}")
+        assert (gone.status_code, error_of(gone)["code"]) == (404, "not_found")
+        assert (await client.delete("/v1/policies/travel-eu")).status_code == 404
+        versions = (await client.get("/v1/policies/travel-eu/versions")).json()["versions"]
+        assert [v["change"] for v in versions] == ["stored", "deleted"]
+        found = await client.post(
+            "/v1/policies/search", json={"query": POLICY["content"], "similarity_threshold": 0.0}
+        )
+        assert "travel-eu" not in {r["policy_id"] for r in found.json()["results"]}
+
+        again = await client.post("/v1/policies", json=POLICY)
+        assert (again.status_code, again.json()["version"]) == (201, 3)

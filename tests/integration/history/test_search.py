@@ -137,3 +137,39 @@ def test_semantic_hits_respect_provider_channel_and_time_filters(make_runtime, k
     assert semantic_ids(channel_id="C1") == {"pw1", "pw2", "pw3", "inv1", "inv2"}
     assert semantic_ids(since=kit.at(1)) == {"pw2", "pw3", "inv1", "inv2", "wa1"}
     assert semantic_ids(until=kit.at(61)) == {"pw1", "pw2", "pw3", "inv1"}
+
+
+def test_an_empty_answer_says_why(make_runtime, kit) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    query = HistoryQuery("password", limit=10)
+    unknown = runtime.service.search("never-ingested", query)
+    assert (unknown.hits, unknown.org_known, unknown.semantic) == ([], False, SemanticState.OFF)
+    off = unknown.semantic_off_by
+    assert off is not None and (off.flag, off.layer, off.default) == (
+        SEMANTIC_SEARCH_FLAG,
+        "global",
+        True,
+    )
+
+    kit.enable_semantic(runtime)
+    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, False)
+    opted_out = runtime.service.search("acme", query).semantic_off_by
+    assert opted_out is not None and (opted_out.layer, opted_out.default) == ("org", False)
+    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, None)
+
+    runtime.service.ingest(
+        "acme",
+        [
+            kit.message("a1", 0, "how can I reset my password"),
+            kit.message("a2", 100, "the printer on floor two is jammed again"),
+        ],
+    )
+    waiting = runtime.service.search("acme", query)
+    assert (waiting.org_known, waiting.semantic, waiting.semantic_off_by) == (
+        True,
+        SemanticState.ON,
+        None,
+    )
+    assert waiting.pending_windows == 2
+    runtime.service.sweep(trigger="t")
+    assert runtime.service.search("acme", query).pending_windows == 0

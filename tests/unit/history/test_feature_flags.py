@@ -55,3 +55,27 @@ def test_unknown_flags() -> None:
     assert not is_known("nope")
     with pytest.raises(KeyError):
         layers().is_on("nope")
+
+
+def test_semantic_off_by_names_the_first_layer_that_is_off() -> None:
+    def off_by(g: dict[str, bool], o: dict[str, bool]) -> tuple[str, str, bool] | None:
+        source = FlagLayers(g, o).semantic_off_by()
+        return None if source is None else (source.flag, source.layer, source.default)
+
+    assert off_by({}, {}) == (SEMANTIC_SEARCH_FLAG, "global", True)
+    assert off_by({MODULE_FLAG: False, SEMANTIC_SEARCH_FLAG: True}, {}) == (
+        MODULE_FLAG,
+        "global",
+        False,
+    )
+    assert off_by({SEMANTIC_SEARCH_FLAG: True}, {MODULE_FLAG: False}) == (
+        MODULE_FLAG,
+        "org",
+        False,
+    )
+    assert off_by({SEMANTIC_SEARCH_FLAG: True}, {SEMANTIC_SEARCH_FLAG: False}) == (
+        SEMANTIC_SEARCH_FLAG,
+        "org",
+        False,
+    )
+    assert off_by({SEMANTIC_SEARCH_FLAG: True}, {}) is None

@@ -184,3 +184,16 @@ def test_the_main_stream_waits_while_a_catch_up_is_in_progress() -> None:
     with pytest.raises(ValueError, match="waits"):
         w.consume_main(at(20, "e3"), 8, embedded=(), skipped=1)
     assert w.mark.position == at(10, "e2")
+
+
+def test_closing_forgets_progress_once_until_the_sweep_advances_again() -> None:
+    w = new_watermark(P, "hash:1024")
+    w.consume_main(at(10, "e1"), 5, embedded=(), skipped=0)
+    assert w.close() is True
+    assert (w.closed, w.mark.position, w.mark.seen_seq) == (True, None, 0)
+    assert w.close() is False  # no second event
+    w.consume_main(at(11, "e2"), 1, embedded=(), skipped=0)
+    assert w.closed is False
+    store = app()
+    store.save(w)
+    assert store.repository.get(w.id).closed is False

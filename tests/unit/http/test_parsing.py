@@ -157,3 +157,17 @@ def test_query_integers_are_decimal_text_only(text: str) -> None:
         validate(Query, {"limit": text})
     assert caught.value.details["fields"][0]["field"] == "limit"
     assert validate(Query, {"limit": "-12"}).limit == -12
+
+
+def test_every_failing_field_is_reported_in_words_never_as_a_regex_or_url() -> None:
+    from memory.entrypoints.http.history_routes import ChatEventBody
+
+    with pytest.raises(RequestInvalid) as err:
+        validate(
+            ChatEventBody,
+            {"provider": "Not Valid", "channel_id": "", "sender": "s", "text": 5},
+        )
+    fields = {f["field"]: f["reason"] for f in err.value.details["fields"]}
+    assert set(fields) == {"provider", "channel_id", "text", "occurred_at"}
+    assert fields["provider"].startswith("must be 1 to 64 characters: lower-case letters")
+    assert not any("^" in r or "http" in r for r in fields.values())

@@ -132,3 +132,34 @@ def test_embedding_ref_is_stable_and_distinct_from_the_aggregate_id() -> None:
     agg = stored()
     assert embedding_ref_for(agg.id) == embedding_ref_for(PolicyEmbedding.create_id("p1"))
     assert embedding_ref_for(agg.id) != agg.id
+
+
+def test_a_deleted_policy_refuses_changes_until_stored_again() -> None:
+    agg = stored()
+    agg.delete()
+    assert agg.deleted
+    with pytest.raises(ValueError, match="already deleted"):
+        agg.delete()
+    with pytest.raises(ValueError, match="deleted"):
+        agg.update_metadata(PolicyMetadata.parse({"title": "x"}))
+    with pytest.raises(ValueError, match="deleted"):
+        agg.update_content(PolicyContent.parse("new", max_chars=100), agg.metadata, MODEL, vec(2.0))
+    agg.store_again(
+        PolicyContent.parse("back again", max_chars=100), PolicyMetadata.parse({}), MODEL, vec(3.0)
+    )
+    assert (agg.deleted, agg.version, agg.content) == (False, 3, "back again")
+    assert agg.stored_at == agg.modified_on > agg.created_on
+    restarted = agg.stored_at
+    agg.update_metadata(PolicyMetadata.parse({"title": "later"}))
+    assert agg.stored_at == restarted < agg.modified_on
+    with pytest.raises(ValueError, match="update it instead"):
+        agg.store_again(
+            PolicyContent.parse("x", max_chars=100), PolicyMetadata.parse({}), MODEL, vec(3.0)
+        )
+    changes = [v.change for v in version_history(agg.collect_events())]
+    assert changes == [
+        VersionChange.STORED,
+        VersionChange.DELETED,
+        VersionChange.STORED,
+        VersionChange.METADATA,
+    ]

@@ -90,6 +90,10 @@ class ChatEventLog(Protocol):
 
     def partitions(self, org_id: str | None = None) -> list[Partition]: ...
 
+    def org_known(self, org_id: str) -> bool:
+        """Whether the org ever ingested anything (and was not erased since)."""
+        ...
+
     def read_main(self, partition: Partition, mark: WatermarkMark, limit: int) -> MainRead:
         """From one snapshot: the highest ingest number, whether late messages wait, and
         (if none do) up to `limit` embeddable messages after the position."""

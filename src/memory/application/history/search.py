@@ -8,6 +8,7 @@ the query vector and runs the exact KNN: the answer takes the longer of the two,
 from __future__ import annotations
 
 import concurrent.futures
+from collections.abc import Callable
 from datetime import timedelta
 
 from memory.application.history.ports import (
@@ -42,7 +43,9 @@ class SearchHistory:
         clock: Clock,
         similarity_floor: float | None = None,
         max_future_skew: timedelta = DEFAULT_MAX_FUTURE_SKEW,
+        pending_windows: Callable[[str], int] = lambda org_id: 0,
     ) -> None:
+        self._pending_windows = pending_windows
         self._events = events
         self._windows = windows
         self._flags = flags
@@ -59,15 +62,24 @@ class SearchHistory:
             if bound is not None:
                 accepted.check(bound, name)
         merge = HybridMerge(query.limit)
-        if not self._flags.layers(org_id).semantic_search:
+        org_known = self._events.org_known(org_id)
+        layers = self._flags.layers(org_id)
+        if not layers.semantic_search:
             fts = self._events.full_text(org_id, query)
-            return HistorySearchResult(merge.merge(fts, []), SemanticState.OFF)
+            return HistorySearchResult(
+                merge.merge(fts, []),
+                SemanticState.OFF,
+                org_known=org_known,
+                semantic_off_by=layers.semantic_off_by(),
+            )
         pending = self._embedder.start(query.text)
         full_text = self._full_text_pool.submit(self._events.full_text, org_id, query)
         vector = pending.result()
         if vector is None:
             fts = full_text.result()
-            return HistorySearchResult(merge.merge(fts, []), SemanticState.DEGRADED, self._model_id)
+            return HistorySearchResult(
+                merge.merge(fts, []), SemanticState.DEGRADED, self._model_id, org_known=org_known
+            )
         # Each window contributes several messages, so `limit` windows always suffice.
         matches = self._windows.nearest(org_id, self._model_id, vector, query, k=query.limit)
         if self._similarity_floor is not None:
@@ -75,7 +87,13 @@ class SearchHistory:
             matches = [m for m in matches if m.similarity >= floor]
         semantic = self._window_messages(org_id, matches, query)
         fts = full_text.result()
-        return HistorySearchResult(merge.merge(fts, semantic), SemanticState.ON, self._model_id)
+        return HistorySearchResult(
+            merge.merge(fts, semantic),
+            SemanticState.ON,
+            self._model_id,
+            org_known=org_known,
+            pending_windows=self._pending_windows(org_id) if org_known else 0,
+        )
 
     def _window_messages(
         self, org_id: str, matches: list[WindowMatch], query: HistoryQuery

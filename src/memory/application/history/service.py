@@ -18,6 +18,12 @@ from memory.application.audit.ports import AuditTrail
 from memory.application.embedding import EmbeddingModel
 from memory.application.history.administration import HistoryAdministration
 from memory.application.history.drop_model import DropModel, DropReport
+from memory.application.history.erasure import (
+    EraseHistory,
+    ErasureReport,
+    ErasureStore,
+    OrgErasureReport,
+)
 from memory.application.history.feature_flags import FeatureFlags, GlobalFlag, OrgFlag
 from memory.application.history.ingest import IngestChatEvents, IngestResult
 from memory.application.history.ports import (
@@ -78,6 +84,7 @@ class HistoryPorts:
     locks: PartitionLockFactory
     retention: RetentionStore
     full_text: FullTextIndex
+    erasure: ErasureStore
 
 
 class HistoryService:
@@ -126,6 +133,7 @@ class HistoryService:
             similarity_floor=similarity_floor,
             clock=clock,
             max_future_skew=max_future_skew,
+            pending_windows=lambda org_id: self._status.pending_windows(org_id),
         )
         self._sweeper = Sweeper(
             events=ports.events,
@@ -158,6 +166,10 @@ class HistoryService:
             stored_model_id=stored_model_id,
         )
 
+        self._erase = EraseHistory(
+            ports.erasure, ports.watermarks, ports.locks, active_model=self._model_id
+        )
+
     @property
     def model_id(self) -> str:
         """The active history model (the identity its embeddings are stored under)."""
@@ -182,6 +194,27 @@ class HistoryService:
         """Full-text hits first, then semantic ones when the org's flags allow; `semantic`
         says whether the semantic half ran, was off, or degraded (model down or slow)."""
         return self._observed.run("search", lambda: self._search(check_org_id(org_id), query))
+
+    # Erasure ----------------------------------------------------------------------------
+
+    def erase_events(
+        self,
+        org_id: str,
+        *,
+        event_ids: Sequence[str] | None = None,
+        sender: str | None = None,
+    ) -> ErasureReport:
+        """Erase events by id or by sender, and every window covering any of them, in one
+        transaction; a sweep embedding one of those windows meanwhile cannot write it."""
+        return self._observed.run(
+            "erase_events",
+            lambda: self._erase.events(check_org_id(org_id), event_ids=event_ids, sender=sender),
+        )
+
+    def erase_org(self, org_id: str) -> OrgErasureReport:
+        """Erase the org's events, windows, partitions, flags and retention; close its sweep
+        watermarks so that no later sweep recreates anything."""
+        return self._observed.run("erase_org", lambda: self._erase.org(check_org_id(org_id)))
 
     # The sweep --------------------------------------------------------------------------
 

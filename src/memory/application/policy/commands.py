@@ -78,17 +78,29 @@ class PolicyCommands:
         ids = [pid for pid, _, _ in parsed]
         if len(set(ids)) != len(ids):
             raise InvalidInput("policies", "the same policy_id appears twice")
+        existing: dict[PolicyId, PolicyEmbedding] = {}
         for pid in ids:
-            if self._log.get(pid) is not None:
+            aggregate = self._log.get(pid)
+            if aggregate is None:
+                continue
+            if not aggregate.deleted:
                 raise AlreadyExists(
                     f"policy {pid} already exists; update it with PUT /v1/policies/{pid}",
                     details={"policy_id": str(pid)},
                 )
+            existing[pid] = aggregate
         vectors = self._embed([content for _, content, _ in parsed])
-        aggregates = [
-            PolicyEmbedding.store(pid, content, metadata, self._model.identity, vector)
-            for (pid, content, metadata), vector in zip(parsed, vectors, strict=True)
-        ]
+        aggregates = []
+        for (pid, content, metadata), vector in zip(parsed, vectors, strict=True):
+            deleted = existing.get(pid)
+            if deleted is None:
+                aggregates.append(
+                    PolicyEmbedding.store(pid, content, metadata, self._model.identity, vector)
+                )
+            else:
+                # A deleted id starts a new history on the same aggregate (docs/adr/0063).
+                deleted.store_again(content, metadata, self._model.identity, vector)
+                aggregates.append(deleted)
         try:
             notification_id = self._log.save(*aggregates)
         except RecordConflict:
@@ -108,12 +120,7 @@ class PolicyCommands:
         new_metadata = None if metadata is None else PolicyMetadata.parse(metadata)
         vector: EmbeddingVector | None = None
         for attempt in range(1, UPDATE_ATTEMPTS + 1):
-            aggregate = self._log.get(pid)
-            if aggregate is None:
-                raise NotFound(
-                    f"policy {pid} does not exist; store it with POST /v1/policies",
-                    details={"policy_id": str(pid)},
-                )
+            aggregate = self._existing(pid, "store it with POST /v1/policies")
             resulting_metadata = aggregate.metadata if new_metadata is None else new_metadata
             if aggregate.has_new_content(new_content):
                 if vector is None:
@@ -136,6 +143,31 @@ class PolicyCommands:
             f"policy {pid} is being changed concurrently; retry",
             details={"policy_id": str(pid)},
         )
+
+    def delete(self, policy_id: str) -> bool:
+        """Record the deletion; its rows leave every model's read model. Returns whether the
+        active model's read model reflected it within `projection_wait_timeout`."""
+        pid = PolicyId.parse(policy_id)
+        for attempt in range(1, UPDATE_ATTEMPTS + 1):
+            aggregate = self._existing(pid, "nothing to delete")
+            aggregate.delete()
+            try:
+                notification_id = self._log.save(aggregate)
+            except RecordConflict:
+                log.info("policy %s changed concurrently (attempt %d)", pid, attempt)
+                continue
+            return self._waiter.wait(notification_id, self._wait_timeout)
+        raise AlreadyExists(
+            f"policy {pid} is being changed concurrently; retry",
+            details={"policy_id": str(pid)},
+        )
+
+    def _existing(self, pid: PolicyId, hint: str) -> PolicyEmbedding:
+        aggregate = self._log.get(pid)
+        if aggregate is None or aggregate.deleted:
+            state = "does not exist" if aggregate is None else "was deleted"
+            raise NotFound(f"policy {pid} {state}; {hint}", details={"policy_id": str(pid)})
+        return aggregate
 
     def _parse_new(
         self, policy: NewPolicy, index: int | None

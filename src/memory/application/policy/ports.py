@@ -11,6 +11,7 @@ from memory.domain.embedding import EmbeddingVector
 from memory.domain.errors import DomainError
 from memory.domain.policy.aggregate import PolicyEmbedding
 from memory.domain.policy.cursor import SearchCursor
+from memory.domain.policy.listing import ListPosition, ListRequest, StoredPolicy
 from memory.domain.policy.policy_id import PolicyId
 from memory.domain.policy.search import PolicyDocument, SearchRequest, SimilarityResult
 
@@ -57,6 +58,12 @@ class ResultRows:
     has_more: bool
 
 
+@dataclass(frozen=True)
+class PolicyRows:
+    policies: Sequence[StoredPolicy]
+    has_more: bool
+
+
 class PolicyReadModel(Protocol):
     """The `policy_embeddings` table, read for one model."""
 
@@ -79,6 +86,13 @@ class PolicyReadModel(Protocol):
         self, embedding_ref: UUID, query: EmbeddingVector | None, timeout: float
     ) -> PolicyDocument | None:
         """The row for `embedding_ref`, with its similarity to `query` when given."""
+        ...
+
+    def list_policies(
+        self, request: ListRequest, after: ListPosition | None, timeout: float
+    ) -> PolicyRows:
+        """Up to `request.limit` rows, newest `updated_at` first (ties by embedding_ref
+        descending), strictly after `after`."""
         ...
 
 

@@ -32,6 +32,8 @@ from memory.domain.policy.metadata import PolicyMetadata
 
 log = logging.getLogger(__name__)
 
+ContentEvent = PolicyEmbedding.Stored | PolicyEmbedding.StoredAgain | PolicyEmbedding.ContentUpdated
+
 
 @dataclass(frozen=True)
 class PolicyRow:
@@ -74,6 +76,11 @@ class PolicyEmbeddingsView(TrackingRecorder, ABC):
     def remove_row(self, embedding_ref: UUID, model: str, tracking: Tracking) -> None:
         """Delete the (policy, model) row if there is one."""
 
+    @abstractmethod
+    def remove_deleted(self, embedding_ref: UUID, version: int, tracking: Tracking) -> None:
+        """Delete the policy's rows of every model older than the deletion's `version` (a
+        newer row is a later store of the same id, projected already by another model)."""
+
 
 class PolicyEmbeddingsProjection(Projection[PolicyEmbeddingsView]):
     def __init__(
@@ -105,6 +112,18 @@ class PolicyEmbeddingsProjection(Projection[PolicyEmbeddingsView]):
         self._project_content(domain_event, domain_event.stored_at, tracking)
 
     @process_event.register
+    def _stored_again(self, domain_event: PolicyEmbedding.StoredAgain, tracking: Tracking) -> None:
+        self._project_content(domain_event, domain_event.timestamp, tracking)
+
+    @process_event.register
+    def _deleted(self, domain_event: PolicyEmbedding.Deleted, tracking: Tracking) -> None:
+        self.view.remove_deleted(
+            embedding_ref_for(domain_event.originator_id),
+            domain_event.originator_version,
+            tracking,
+        )
+
+    @process_event.register
     def _metadata_updated(
         self, domain_event: PolicyEmbedding.MetadataUpdated, tracking: Tracking
     ) -> None:
@@ -119,7 +138,9 @@ class PolicyEmbeddingsProjection(Projection[PolicyEmbeddingsView]):
 
     def _project_content(
         self,
-        event: PolicyEmbedding.Stored | PolicyEmbedding.ContentUpdated,
+        event: PolicyEmbedding.Stored
+        | PolicyEmbedding.StoredAgain
+        | PolicyEmbedding.ContentUpdated,
         created_at: datetime,
         tracking: Tracking,
     ) -> None:
@@ -127,7 +148,8 @@ class PolicyEmbeddingsProjection(Projection[PolicyEmbeddingsView]):
         if event.model == self.model_id:
             vector: Sequence[float] = event.vector
         elif self.outlook.has_later_content(event.originator_id, event.originator_version):
-            # Replaying: a later event replaces this text, so embedding it would be wasted.
+            # Replaying: a later event replaces or deletes this text, so embedding it would be
+            # wasted (and a deleted text must not come back).
             self.view.insert_tracking(tracking)
             return
         else:

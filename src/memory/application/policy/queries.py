@@ -16,8 +16,9 @@ from memory.domain.embedding import EmbeddingVector
 from memory.domain.errors import InvalidInput, NotFound
 from memory.domain.policy.cursor import CursorCodec, SearchCursor
 from memory.domain.policy.dimensionality import FixedDimensionality
-from memory.domain.policy.embedding_ref import parse_embedding_ref
+from memory.domain.policy.embedding_ref import embedding_ref_for, parse_embedding_ref
 from memory.domain.policy.filters import SearchFilter
+from memory.domain.policy.listing import ListPosition, ListRequest, StoredPolicy
 from memory.domain.policy.pagination import PageRequest
 from memory.domain.policy.policy_id import PolicyId
 from memory.domain.policy.search import (
@@ -41,6 +42,12 @@ class SearchAnswer:
     threshold: float
     embed_seconds: float
     database_seconds: float
+
+
+@dataclass(frozen=True)
+class PolicyPage:
+    policies: list[StoredPolicy]
+    next_cursor: str | None
 
 
 class PolicyQueries:
@@ -161,6 +168,59 @@ class PolicyQueries:
                 details={"embedding_ref": str(ref)},
             )
         return document
+
+    def get(self, policy_id: str) -> StoredPolicy:
+        """The current version, from the event log (never behind a lagging projection)."""
+        pid = PolicyId.parse(policy_id)
+        aggregate = self._log.get(pid)
+        if aggregate is None or aggregate.deleted:
+            state = "does not exist" if aggregate is None else "was deleted"
+            raise NotFound(f"policy {pid} {state}", details={"policy_id": str(pid)})
+        return StoredPolicy(
+            policy_id=aggregate.policy_id,
+            embedding_ref=embedding_ref_for(aggregate.id),
+            version=aggregate.version,
+            content=aggregate.content,
+            metadata=aggregate.metadata,
+            model=aggregate.model,
+            stored_at=aggregate.stored_at,
+            updated_at=aggregate.modified_on,
+        )
+
+    def list_policies(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        source: str | None = None,
+        tag: str | None = None,
+        updated_since: datetime | None = None,
+    ) -> PolicyPage:
+        """The active model's rows, newest first. A policy its model refused to embed is
+        not listed (it is not searchable either); `get` still finds it."""
+        request = ListRequest.parse(
+            limit=limit,
+            source=source,
+            tag=tag,
+            updated_since=updated_since,
+            accepted=AcceptedTimeRange(self._wall_clock(), self._max_future_skew),
+        )
+        fingerprint = request.fingerprint(self._model.identity.id)
+        if cursor is not None and not cursor:
+            raise InvalidInput("cursor", "must not be empty")
+        after = (
+            None
+            if cursor is None
+            else ListPosition.from_cursor(self._cursors.decode(cursor, fingerprint=fingerprint))
+        )
+        rows = self._read_model.list_policies(request, after, self._search_timeout)
+        next_cursor = None
+        if rows.has_more and rows.policies:
+            last = rows.policies[-1]
+            next_cursor = self._cursors.encode(
+                ListPosition(last.updated_at, last.embedding_ref).to_cursor(fingerprint)
+            )
+        return PolicyPage(list(rows.policies), next_cursor)
 
     def versions(self, policy_id: str) -> list[PolicyVersion]:
         pid = PolicyId.parse(policy_id)

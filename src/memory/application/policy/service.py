@@ -8,6 +8,7 @@ method reports one `ServiceCall` to the observers (metrics, logs).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from memory.application.audit.ports import AuditTrail
@@ -19,10 +20,11 @@ from memory.application.policy.ports import (
     ReembedReport,
     StoredModel,
 )
-from memory.application.policy.queries import PolicyQueries, SearchAnswer
+from memory.application.policy.queries import PolicyPage, PolicyQueries, SearchAnswer
 from memory.domain.active_model import refuse_dropping_active
 from memory.domain.audit.admin_action import Action, Actor, AuditedChange
 from memory.domain.errors import NotFound
+from memory.domain.policy.listing import StoredPolicy
 from memory.domain.policy.search import PolicyDocument
 from memory.domain.policy.versions import PolicyVersion
 
@@ -83,7 +85,34 @@ class PolicyService:
             "update", lambda: self._commands.update(policy_id, content, metadata)
         )
 
+    def delete(self, policy_id: str) -> bool:
+        """Delete a policy (`NotFound` if unknown or deleted already): a `Deleted` event; its
+        rows leave every model's read model. True once the active model's read model
+        reflects it. Storing the id again later starts a new history (docs/adr/0063)."""
+        return self._observed.run("delete", lambda: self._commands.delete(policy_id))
+
     # Queries ----------------------------------------------------------------------------
+
+    def get(self, policy_id: str) -> StoredPolicy:
+        """The current version of a policy; `NotFound` if unknown or deleted."""
+        return self._observed.run("get", lambda: self._queries.get(policy_id))
+
+    def list_policies(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        source: str | None = None,
+        tag: str | None = None,
+        updated_since: datetime | None = None,
+    ) -> PolicyPage:
+        """Stored policies, newest first, a page at a time (`next_cursor` for the next)."""
+        return self._observed.run(
+            "list",
+            lambda: self._queries.list_policies(
+                limit=limit, cursor=cursor, source=source, tag=tag, updated_since=updated_since
+            ),
+        )
 
     def search(
         self,

@@ -31,6 +31,15 @@ def is_known(flag: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class FlagSource:
+    """A flag's value in one layer; `default` when nobody set it there."""
+
+    flag: str
+    layer: str
+    default: bool
+
+
+@dataclass(frozen=True, slots=True)
 class FlagLayers:
     """The stored values of both layers for one org: only what was explicitly set."""
 
@@ -47,6 +56,16 @@ class FlagLayers:
         if not is_known(flag):
             raise KeyError(flag)
         return self.global_value(flag) and self.org_value(flag)
+
+    def semantic_off_by(self) -> FlagSource | None:
+        """Which layer of which flag keeps semantic search off for the org (the module flag
+        before the feature's, the global layer before the org's); None when it is on."""
+        for flag in (MODULE_FLAG, SEMANTIC_SEARCH_FLAG):
+            if not self.global_value(flag):
+                return FlagSource(flag, "global", flag not in self.global_values)
+            if not self.org_value(flag):
+                return FlagSource(flag, "org", False)
+        return None
 
     @property
     def semantic_search(self) -> bool:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memory.domain.errors import InvalidInput
+from memory.domain.history.feature_flags import FlagSource
 
 SEARCH_LIMIT_DEFAULT = 20
 SEARCH_LIMIT_MAX = 100
@@ -97,6 +98,13 @@ class HybridMerge:
 
 @dataclass(frozen=True, slots=True)
 class HistorySearchResult:
+    """`org_known` is False for an org that never ingested anything; `semantic_off_by` says
+    which flag layer turned semantic search off; `pending_windows` (semantic on) how many
+    conversation windows still wait for the sweep, so an empty answer explains itself."""
+
     hits: list[HistoryHit]
     semantic: SemanticState
     model: str | None = None
+    org_known: bool = True
+    semantic_off_by: FlagSource | None = None
+    pending_windows: int | None = None

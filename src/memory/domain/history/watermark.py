@@ -232,6 +232,20 @@ class SweepWatermark(Aggregate):
         starts from empty, i.e. rebuilds."""
         self._reset()
 
+    @property
+    def closed(self) -> bool:
+        """True since the org's history was erased, until the sweep advances it again (the
+        org ingested anew). Absent from snapshots taken before erasure existed."""
+        return bool(self.__dict__.get("_closed", False))
+
+    def close(self) -> bool:
+        """The org's history was erased: forget all progress, as `reset` does, and say so in
+        the log. False (no event) when it is closed already."""
+        if self.closed:
+            return False
+        self._closed_event()
+        return True
+
     # Events ---------------------------------------------------------------------------
 
     @event("Advanced")
@@ -255,6 +269,7 @@ class SweepWatermark(Aggregate):
         self.windows_embedded += len(embedded_window_ids)
         self.windows_skipped += windows_skipped
         self.last_advanced_at = self.modified_on
+        self._closed = False
 
     @event("Stalled")
     def _stalled(self, reason: str) -> None:
@@ -298,8 +313,16 @@ class SweepWatermark(Aggregate):
             }
         )
 
+    @event("Closed")
+    def _closed_event(self) -> None:
+        self._forget_progress()
+        self._closed = True
+
     @event("Reset")
     def _reset(self) -> None:
+        self._forget_progress()
+
+    def _forget_progress(self) -> None:
         self._position_at = None
         self._position_event_id = None
         self.seen_seq = 0

@@ -48,6 +48,22 @@ class PolicyEmbedding(Aggregate):
 
         metadata: str
 
+    class Deleted(Aggregate.Event):
+        """The policy is gone: every model's row of it leaves the read model. The events
+        stay (the history shows the deletion); storing the id again continues this
+        aggregate with `StoredAgain` (docs/adr/0063)."""
+
+    class StoredAgain(Aggregate.Event):
+        """A deleted policy's id stored anew: a new first-stored time (`stored_at` is this
+        event's own time), versions continue after the deletion's."""
+
+        policy_id: str
+        content: str
+        metadata: str
+        model: str
+        dimensions: int
+        vector: list[float]
+
     @staticmethod
     def create_id(policy_id: str) -> UUID:
         return uuid5(POLICY_NAMESPACE, policy_id)
@@ -82,6 +98,53 @@ class PolicyEmbedding(Aggregate):
         vector: list[float],
     ) -> None:
         self.policy_id = policy_id
+        self.deleted = False
+        self._stored_at: datetime | None = self.created_on
+        self._apply_content(content, metadata, model, vector)
+
+    def delete(self) -> None:
+        if self.deleted:
+            raise ValueError("policy is already deleted")
+        self._delete()
+
+    def store_again(
+        self,
+        content: PolicyContent,
+        metadata: PolicyMetadata,
+        model: ModelIdentity,
+        vector: EmbeddingVector,
+    ) -> None:
+        if not self.deleted:
+            raise ValueError("policy exists; update it instead")
+        FixedDimensionality.check_vector(model, vector)
+        self._store_again(
+            policy_id=self.policy_id,
+            content=content.text,
+            metadata=metadata.canonical(),
+            model=model.id,
+            dimensions=vector.dimensions,
+            vector=list(vector.values),
+        )
+
+    @event(Deleted)
+    def _delete(self) -> None:
+        self._pin_stored_at()
+        self.deleted = True
+
+    @event(StoredAgain)
+    def _store_again(
+        self,
+        policy_id: str,
+        content: str,
+        metadata: str,
+        model: str,
+        dimensions: int,
+        vector: list[float],
+    ) -> None:
+        self.deleted = False
+        # The library sets `modified_on` to this event's time only after this method runs;
+        # `stored_at` reads it until the next event pins it.
+        self._stored_at = None
         self._apply_content(content, metadata, model, vector)
 
     def has_new_content(self, content: PolicyContent) -> bool:
@@ -94,12 +157,14 @@ class PolicyEmbedding(Aggregate):
         model: ModelIdentity,
         vector: EmbeddingVector,
     ) -> None:
+        if self.deleted:
+            raise ValueError("policy is deleted")
         if not self.has_new_content(content):
             raise ValueError("content is unchanged; use update_metadata")
         FixedDimensionality.check_vector(model, vector)
         self._update_content(
             policy_id=self.policy_id,
-            stored_at=self.created_on,
+            stored_at=self.stored_at,
             content=content.text,
             metadata=metadata.canonical(),
             model=model.id,
@@ -109,6 +174,8 @@ class PolicyEmbedding(Aggregate):
 
     def update_metadata(self, metadata: PolicyMetadata) -> bool:
         """Record new metadata; False (and no event) when it equals the current one."""
+        if self.deleted:
+            raise ValueError("policy is deleted")
         canonical = metadata.canonical()
         if canonical == self.metadata_json:
             return False
@@ -126,11 +193,22 @@ class PolicyEmbedding(Aggregate):
         dimensions: int,
         vector: list[float],
     ) -> None:
+        self._pin_stored_at()
         self._apply_content(content, metadata, model, vector)
 
     @event(MetadataUpdated)
     def _update_metadata(self, metadata: str) -> None:
+        self._pin_stored_at()
         self.metadata_json = metadata
+
+    def _pin_stored_at(self) -> None:
+        self._stored_at = self.stored_at
+
+    @property
+    def stored_at(self) -> datetime:
+        """When the current history began: the first store, or the latest store after a
+        deletion."""
+        return self.modified_on if self._stored_at is None else self._stored_at
 
     def _apply_content(self, content: str, metadata: str, model: str, vector: list[float]) -> None:
         self.content = content

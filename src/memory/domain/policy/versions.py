@@ -18,12 +18,15 @@ class VersionChange(StrEnum):
     STORED = "stored"
     CONTENT = "content"
     METADATA = "metadata"
+    DELETED = "deleted"
 
 
 @dataclass(frozen=True)
 class PolicyVersion:
     """One version: the vector it searches with (`model`; a metadata-only version keeps the
-    previous one), the content it was made from (`content_sha256`) and its metadata."""
+    previous one), the content it was made from (`content_sha256`) and its metadata. A
+    deletion is a version too: it repeats the last model, hash and metadata, and is not
+    searchable."""
 
     version: int
     embedding_ref: UUID
@@ -36,19 +39,24 @@ class PolicyVersion:
 
 def version_history(events: Iterable[PolicyEmbedding.Event]) -> list[PolicyVersion]:
     versions: list[PolicyVersion] = []
-    model, sha = "", ""
+    model, sha, metadata = "", "", "{}"
     for e in events:
         ref = embedding_ref_for(e.originator_id)
-        if isinstance(e, PolicyEmbedding.Stored | PolicyEmbedding.ContentUpdated):
+        if isinstance(
+            e,
+            PolicyEmbedding.Stored | PolicyEmbedding.StoredAgain | PolicyEmbedding.ContentUpdated,
+        ):
             model, sha = e.model, content_sha256(e.content)
             change = (
-                VersionChange.STORED
-                if isinstance(e, PolicyEmbedding.Stored)
-                else VersionChange.CONTENT
+                VersionChange.CONTENT
+                if isinstance(e, PolicyEmbedding.ContentUpdated)
+                else VersionChange.STORED
             )
             metadata = e.metadata
         elif isinstance(e, PolicyEmbedding.MetadataUpdated):
             change, metadata = VersionChange.METADATA, e.metadata
+        elif isinstance(e, PolicyEmbedding.Deleted):
+            change = VersionChange.DELETED
         else:
             continue
         versions.append(

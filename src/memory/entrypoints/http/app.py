@@ -32,6 +32,7 @@ from memory.entrypoints.http import access_routes, history_routes, policy_routes
 from memory.entrypoints.http.access import Access, AccessControl, AccessTable
 from memory.entrypoints.http.body_limit import BodyLimit
 from memory.entrypoints.http.errors import EXCEPTION_HANDLERS
+from memory.entrypoints.http.openapi import contract_routes
 from memory.entrypoints.logging_setup import REQUEST_ID
 from memory.entrypoints.runtime import ContextRuntime
 from memory.entrypoints.workers.database_probe import bounded_in_thread, database_problem
@@ -146,6 +147,10 @@ def access_table(*, metrics_public: bool) -> AccessTable:
     """Every route's access rule: the service's own and each routes module's `ACCESS`."""
     return {
         ("GET", "/healthz"): Access.public(),
+        # The contract and its reference: readable without a key (they hold no data).
+        ("GET", "/openapi.json"): Access.public(),
+        ("GET", "/docs"): Access.public(),
+        ("GET", "/docs/{asset}"): Access.public(),
         ("GET", "/metrics"): (
             Access.public() if metrics_public else Access.every_org(KeyScope.ADMIN)
         ),
@@ -207,7 +212,7 @@ def create_app(build: Callable[[], Services], *, run_workers: bool = True) -> St
             await anyio.to_thread.run_sync(services.close)
 
     app = Starlette(
-        routes=[Route("/healthz", healthz), Route("/metrics", metrics)],
+        routes=[Route("/healthz", healthz), Route("/metrics", metrics), *contract_routes()],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )

@@ -61,6 +61,9 @@ ORG = "/v1/orgs/{org_id}"
 # every org (global flags, sweeps, purges) needs an admin key for every org.
 ACCESS: AccessTable = {
     ("POST", f"{ORG}/chat-events"): Access.org(Scope.HISTORY_WRITE),
+    # Erasure removes data for good: the org's admins only.
+    ("DELETE", f"{ORG}/chat-events"): Access.org(Scope.ADMIN),
+    ("DELETE", ORG): Access.org(Scope.ADMIN),
     ("GET", f"{ORG}/history/search"): Access.org(Scope.HISTORY_READ),
     ("POST", "/v1/sweep"): Access.every_org(Scope.ADMIN),
     ("GET", f"{ORG}/sweep"): Access.org(Scope.HISTORY_READ),
@@ -95,6 +98,13 @@ class OrgPath(QueryParams):
 
 
 class FlagPath(QueryParams):
+    flag: str
+
+
+class OrgFlagPath(QueryParams):
+    """The path of an org's flag (for the contract; the route checks each part)."""
+
+    org_id: str = Field(pattern=ORG_ID_PATTERN)
     flag: str
 
 
@@ -152,6 +162,11 @@ class FlagBody(StrictBody):
     enabled: bool
 
 
+class EraseBody(StrictBody):
+    event_ids: list[str] | None = None
+    sender: str | None = None
+
+
 class RetentionBody(StrictBody):
     days: int = Field(ge=RETENTION_DAYS_MIN, le=RETENTION_DAYS_MAX)
 
@@ -186,9 +201,19 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         body: dict[str, Any] = {
             "results": [_hit(h) for h in result.hits],
             "semantic": result.semantic.value,
+            "org_known": result.org_known,
         }
         if result.model is not None:
             body["model"] = result.model
+        if result.semantic_off_by is not None:
+            off = result.semantic_off_by
+            body["semantic_off_by"] = {
+                "flag": off.flag,
+                "layer": off.layer,
+                "default": off.default,
+            }
+        if result.pending_windows is not None:
+            body["pending_windows"] = result.pending_windows
         return JSONResponse(body)
 
     async def sweep(request: Request) -> Response:
@@ -266,6 +291,31 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
             found = await anyio.to_thread.run_sync(service.retention, org_id)
         return JSONResponse(_retention(found))
 
+    async def erase_events(request: Request) -> Response:
+        org_id = _org(request)
+        body = await parse_body(request, EraseBody)
+        report = await anyio.to_thread.run_sync(
+            lambda: service.erase_events(org_id, event_ids=body.event_ids, sender=body.sender)
+        )
+        return JSONResponse(
+            {"events_deleted": report.events_deleted, "windows_deleted": report.windows_deleted}
+        )
+
+    async def erase_org(request: Request) -> Response:
+        org_id = _org(request)
+        report = await anyio.to_thread.run_sync(service.erase_org, org_id)
+        return JSONResponse(
+            {
+                "org_id": report.org_id,
+                "events_deleted": report.events_deleted,
+                "windows_deleted": report.windows_deleted,
+                "partitions_deleted": report.partitions_deleted,
+                "watermarks_closed": report.watermarks_closed,
+                "flags_deleted": report.flags_deleted,
+                "retention_deleted": report.retention_deleted,
+            }
+        )
+
     async def purge(request: Request) -> Response:
         raw = await request.body()
         body = await parse_body(request, SweepBody) if raw.strip() else SweepBody()
@@ -282,6 +332,8 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
     org = ORG
     return [
         Route(f"{org}/chat-events", ingest, methods=["POST"]),
+        Route(f"{org}/chat-events", erase_events, methods=["DELETE"]),
+        Route(org, erase_org, methods=["DELETE"]),
         Route(f"{org}/history/search", search, methods=["GET"]),
         Route("/v1/sweep", sweep, methods=["POST"]),
         Route(f"{org}/sweep", sweep_status, methods=["GET"]),

@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 
+from memory.domain.history.chat_input import PATTERN_RULES
 from memory.entrypoints.http.errors import RequestInvalid
 
 M = TypeVar("M", bound=BaseModel)
@@ -50,6 +52,10 @@ class QueryParams(BaseModel):
 
 
 def _iso_text(value: Any) -> Any:
+    # A datetime object never comes out of JSON: it is Python code (`memory.client`)
+    # building the model, and is taken as it is.
+    if isinstance(value, datetime):
+        return value
     if not isinstance(value, str) or not _ISO_DATE_START.match(value):
         raise ValueError("must be an ISO 8601 date-time string")
     return value
@@ -66,6 +72,15 @@ def _decimal_text(value: Any) -> Any:
 Instant = Annotated[AwareDatetime, Field(strict=False), BeforeValidator(_iso_text)]
 # An integer in a query string: decimal digits only (no "+1", "1_000", "1.0" or spaces).
 QueryInt = Annotated[int, BeforeValidator(_decimal_text)]
+
+
+# Marks a field whose JSON schema the OpenAPI document replaces with a named component (or
+# null): a field the domain validates itself, so that its pydantic type stays `dict`.
+COMPONENT_KEY = "x-memory-component"
+
+
+def nullable_ref(schema: str) -> dict[str, Any]:
+    return {COMPONENT_KEY: schema}
 
 
 class _UnsafeText(Exception):
@@ -128,11 +143,17 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _fields(exc: ValidationError, prefix: str = "") -> list[dict[str, str]]:
+def field_problems(exc: ValidationError, prefix: str = "") -> list[dict[str, str]]:
+    """Every failing field, each with a reason a person reads: a pattern is described in
+    words (`PATTERN_RULES`), never shown as a regex; no pydantic URLs."""
     out = []
     for err in exc.errors(include_url=False):
         path = field_label(err["loc"]) or "body"
-        out.append({"field": f"{prefix}{path}", "reason": err["msg"]})
+        reason = err["msg"]
+        if err["type"] == "string_pattern_mismatch":
+            pattern = str((err.get("ctx") or {}).get("pattern", ""))
+            reason = PATTERN_RULES.get(pattern, "has a form this field does not allow")
+        out.append({"field": f"{prefix}{path}", "reason": reason})
     return out
 
 
@@ -168,7 +189,7 @@ async def parse_body(request: Request, model: type[M]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise RequestInvalid(_fields(exc)) from exc
+        raise RequestInvalid(field_problems(exc)) from exc
 
 
 def parse_query(request: Request, model: type[M]) -> M:
@@ -191,4 +212,4 @@ def validate(model: type[M], data: Any) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise RequestInvalid(_fields(exc)) from exc
+        raise RequestInvalid(field_problems(exc)) from exc

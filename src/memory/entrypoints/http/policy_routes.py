@@ -1,7 +1,10 @@
 """HTTP contract of policy memory:
 
-    POST /v1/policies                      StoreEmbedding          201
-    PUT  /v1/policies/{policy_id}          UpdateEmbedding         200
+    POST   /v1/policies                    StoreEmbedding          201
+    GET    /v1/policies                    list, newest first      200
+    GET    /v1/policies/{policy_id}        current version         200
+    PUT    /v1/policies/{policy_id}        UpdateEmbedding         200
+    DELETE /v1/policies/{policy_id}        delete                  204
     GET  /v1/policies/{policy_id}/versions version history         200
     POST /v1/policies/search               SearchEmbeddings        200
     GET  /v1/embeddings/{embedding_ref}    GetPolicyByEmbedding    200
@@ -15,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
+from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -27,13 +31,17 @@ from memory.application.policy.commands import StoreReceipt
 from memory.application.policy.queries import SearchAnswer
 from memory.application.policy.service import PolicyService
 from memory.domain.access.scopes import Scope
+from memory.domain.policy.listing import StoredPolicy
 from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.search import PolicyDocument, SimilarityResult
 from memory.domain.policy.versions import PolicyVersion
 from memory.entrypoints.http.access import Access, AccessTable
 from memory.entrypoints.http.parsing import (
+    Instant,
+    QueryInt,
     QueryParams,
     StrictBody,
+    nullable_ref,
     parse_body,
     parse_path,
     parse_query,
@@ -44,6 +52,9 @@ T = TypeVar("T")
 # Policies belong to no org: a key of any org with the scope may read or write them.
 ACCESS: AccessTable = {
     ("POST", "/v1/policies"): Access.any_org(Scope.POLICIES_WRITE),
+    ("GET", "/v1/policies"): Access.any_org(Scope.POLICIES_READ),
+    ("GET", "/v1/policies/{policy_id}"): Access.any_org(Scope.POLICIES_READ),
+    ("DELETE", "/v1/policies/{policy_id}"): Access.any_org(Scope.POLICIES_WRITE),
     ("POST", "/v1/policies/search"): Access.any_org(Scope.POLICIES_READ),
     ("PUT", "/v1/policies/{policy_id}"): Access.any_org(Scope.POLICIES_WRITE),
     ("GET", "/v1/policies/{policy_id}/versions"): Access.any_org(Scope.POLICIES_READ),
@@ -59,15 +70,27 @@ class EmbeddingPath(QueryParams):
     embedding_ref: str
 
 
+# The domain checks metadata and filters (naming each failing key); the contract documents
+# their shapes (`schemas.PolicyMetadataShape`, `schemas.PolicyFilterShape`).
+Metadata = Annotated[
+    dict[str, Any] | None,
+    Field(json_schema_extra=nullable_ref("PolicyMetadataShape")),
+]
+Filter = Annotated[
+    dict[str, Any] | None,
+    Field(json_schema_extra=nullable_ref("PolicyFilterShape")),
+]
+
+
 class StoreBody(StrictBody):
     policy_id: str
     content: str
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata = None
 
 
 class UpdateBody(StrictBody):
     content: str
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata = None
 
 
 class SearchBody(StrictBody):
@@ -77,11 +100,19 @@ class SearchBody(StrictBody):
     offset: int | None = None
     cursor: str | None = None
     max_results: int | None = None
-    filter: dict[str, Any] | None = None
+    filter: Filter = None
+
+
+class PolicyListing(QueryParams):
+    limit: QueryInt | None = None
+    cursor: str | None = None
+    source: str | None = None
+    tag: str | None = None
+    updated_since: Instant | None = None
 
 
 class EmbeddingLookup(QueryParams):
-    origin: str = "direct"
+    origin: Literal["direct", "search"] = "direct"
     query: str | None = None
 
 
@@ -104,6 +135,31 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
             lambda: service.update(policy_id, body.content, body.metadata)
         )
         return JSONResponse(_receipt_json(receipt), 200)
+
+    async def get(request: Request) -> Response:
+        policy_id = parse_path(request, PolicyPath).policy_id
+        policy = await anyio.to_thread.run_sync(lambda: service.get(policy_id))
+        return JSONResponse(_policy_json(policy))
+
+    async def list_policies(request: Request) -> Response:
+        listing = parse_query(request, PolicyListing)
+        page = await anyio.to_thread.run_sync(
+            lambda: service.list_policies(
+                limit=listing.limit,
+                cursor=listing.cursor,
+                source=listing.source,
+                tag=listing.tag,
+                updated_since=listing.updated_since,
+            )
+        )
+        return JSONResponse(
+            {"policies": [_policy_json(p) for p in page.policies], "next_cursor": page.next_cursor}
+        )
+
+    async def delete(request: Request) -> Response:
+        policy_id = parse_path(request, PolicyPath).policy_id
+        await anyio.to_thread.run_sync(lambda: service.delete(policy_id))
+        return Response(status_code=204)
 
     async def versions(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
@@ -152,8 +208,11 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
 
     return [
         Route("/v1/policies", store, methods=["POST"]),
+        Route("/v1/policies", list_policies, methods=["GET"]),
         Route("/v1/policies/search", search, methods=["POST"]),
         Route("/v1/policies/{policy_id}", update, methods=["PUT"]),
+        Route("/v1/policies/{policy_id}", get, methods=["GET"]),
+        Route("/v1/policies/{policy_id}", delete, methods=["DELETE"]),
         Route("/v1/policies/{policy_id}/versions", versions, methods=["GET"]),
         Route("/v1/embeddings/{embedding_ref}", embedding, methods=["GET"]),
     ]
@@ -196,6 +255,21 @@ def _version_json(version: PolicyVersion) -> dict[str, Any]:
         "metadata": version.metadata.to_json(),
         "recorded_at": _iso(version.recorded_at),
         "change": version.change.value,
+    }
+
+
+def _policy_json(policy: StoredPolicy) -> dict[str, Any]:
+    return {
+        "policy_id": policy.policy_id,
+        "embedding_ref": str(policy.embedding_ref),
+        "version": policy.version,
+        "model": policy.model,
+        **_described(policy.metadata),
+        "tags": list(policy.metadata.tags),
+        "metadata": policy.metadata.to_json(),
+        "content": policy.content,
+        "stored_at": _iso(policy.stored_at),
+        "updated_at": _iso(policy.updated_at),
     }
 
 

@@ -229,6 +229,14 @@ class PostgresChatEventLog:
 
     # The sweep ------------------------------------------------------------------------
 
+    def org_known(self, org_id: str) -> bool:
+        with self._db.connection() as conn:
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM dw_chat_partitions WHERE org_id = %s) AS known",
+                (org_id,),
+            ).fetchone()
+        return bool(row and row["known"])
+
     def partitions(self, org_id: str | None = None) -> list[Partition]:
         where = sql.SQL(" WHERE org_id = %(org_id)s") if org_id is not None else sql.SQL("")
         statement = sql.SQL(

@@ -18,8 +18,15 @@ from memory.infrastructure.policy.event_recorder import PolicyEventRecorder
 from memory.infrastructure.postgres.database import DEFAULT_TIMEOUT_SECONDS, Database
 from memory.infrastructure.postgres.event_store import EventStoreConnection
 
+# Events after which an earlier text is never searched again.
 CONTENT_TOPICS = frozenset(
-    {get_topic(PolicyEmbedding.Stored), get_topic(PolicyEmbedding.ContentUpdated)}
+    get_topic(e)
+    for e in (
+        PolicyEmbedding.Stored,
+        PolicyEmbedding.ContentUpdated,
+        PolicyEmbedding.StoredAgain,
+        PolicyEmbedding.Deleted,
+    )
 )
 
 

@@ -25,10 +25,11 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from memory.application.errors import DeadlineExceeded
-from memory.application.policy.ports import ResultRows
+from memory.application.policy.ports import PolicyRows, ResultRows
 from memory.domain.embedding import EmbeddingVector
 from memory.domain.policy.cursor import SearchCursor
 from memory.domain.policy.filters import SearchFilter, TagMode
+from memory.domain.policy.listing import ListPosition, ListRequest, StoredPolicy
 from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.search import PolicyDocument, SearchRequest, SimilarityResult
 from memory.infrastructure.postgres.database import Database
@@ -171,6 +172,44 @@ class PostgresPolicyReadModel:
             timestamp=row["updated_at"],
             similarity=None if row["similarity"] is None else float(row["similarity"]),
         )
+
+    def list_policies(
+        self, request: ListRequest, after: ListPosition | None, timeout: float
+    ) -> PolicyRows:
+        params: dict[str, Any] = {"take": request.limit + 1}
+        conditions: list[sql.Composable] = [sql.SQL("model = {}").format(self._model)]
+        if request.source is not None:
+            conditions.append(sql.SQL("source = %(source)s"))
+            params["source"] = request.source
+        if request.tag is not None:
+            conditions.append(sql.SQL("tags @> ARRAY[%(tag)s]::text[]"))
+            params["tag"] = request.tag
+        if request.updated_since is not None:
+            conditions.append(sql.SQL("updated_at >= %(since)s"))
+            params["since"] = request.updated_since
+        if after is not None:
+            conditions.append(sql.SQL("(updated_at, embedding_ref) < (%(after_t)s, %(after_r)s)"))
+            params["after_t"], params["after_r"] = after.updated_at, after.embedding_ref
+        statement = sql.SQL(
+            "SELECT embedding_ref, policy_id, version, content, metadata, model, created_at,"
+            " updated_at FROM policy_embeddings WHERE {where}"
+            " ORDER BY updated_at DESC, embedding_ref DESC LIMIT %(take)s"
+        ).format(where=sql.SQL(" AND ").join(conditions))
+        rows = self._run(statement, params, {}, timeout)
+        policies = [
+            StoredPolicy(
+                policy_id=row["policy_id"],
+                embedding_ref=row["embedding_ref"],
+                version=row["version"],
+                content=row["content"],
+                metadata=PolicyMetadata.from_json(row["metadata"]),
+                model=row["model"],
+                stored_at=row["created_at"],
+                updated_at=row["updated_at"],
+            )
+            for row in rows
+        ]
+        return PolicyRows(policies[: request.limit], len(policies) > request.limit)
 
     def _run(
         self,

@@ -45,6 +45,9 @@ _REVISE_METADATA = SQL(
     " AND version < %(version)s"
 )
 _REMOVE = SQL("DELETE FROM policy_embeddings WHERE embedding_ref = %s AND model = %s")
+# Every model's rows: a model whose projector is not running (the previous one after a
+# swap) must not keep a deleted policy searchable when the configuration switches back.
+_REMOVE_DELETED = SQL("DELETE FROM policy_embeddings WHERE embedding_ref = %s AND version < %s")
 # The read model is derived data and its rows commit together with the position: a crash
 # may lose the last few commits, rows and position alike, and the projection redoes them.
 # Not waiting for the WAL flush saves an fsync per event (docs/adr/0024).
@@ -90,6 +93,13 @@ class PostgresPolicyEmbeddingsView(OutageAwareTrackingRecorder, PolicyEmbeddings
         with self.datastore.transaction(commit=True) as curs:
             curs.execute(_ASYNC_COMMIT, prepare=True)
             curs.execute(_REMOVE, (embedding_ref, model))
+            self._insert_tracking(curs, tracking)
+        self._committed(tracking)
+
+    def remove_deleted(self, embedding_ref: UUID, version: int, tracking: Tracking) -> None:
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(_ASYNC_COMMIT, prepare=True)
+            curs.execute(_REMOVE_DELETED, (embedding_ref, version))
             self._insert_tracking(curs, tracking)
         self._committed(tracking)
 

@@ -1,0 +1,308 @@
+"""`MemoryClient`: the service's HTTP API, typed, blocking (httpx)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+import httpx
+from pydantic import BaseModel
+
+from memory.client import calls
+from memory.client.base import (
+    DEFAULT_TIMEOUT,
+    headers,
+    prepare,
+    request_args,
+    result,
+    retry_wait,
+    transport_failure,
+)
+from memory.client.calls import Call
+from memory.client.retry import RetryPolicy
+from memory.entrypoints.http import schemas as s
+from memory.entrypoints.http.history_routes import ChatEventBody
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class MemoryClient:
+    """One client per service; safe to share between threads (httpx's pool).
+
+        with MemoryClient("http://127.0.0.1:8080", api_key=key) as memory:
+            memory.store_policy("pw", "Reset passwords every 90 days.")
+            for hit in memory.iter_search_policies("password rotation"):
+                ...
+
+    Errors are `memory.client.errors` classes carrying the service's code; 429 and 503
+    are retried as `retry` says (honouring `Retry-After`), as are connection failures.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._http = httpx.Client(
+            base_url=base_url, headers=headers(api_key), timeout=timeout, transport=transport
+        )
+        self._retry = retry or RetryPolicy()
+        self._sleep = sleep
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> MemoryClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # Policy memory --------------------------------------------------------------------
+
+    def store_policy(
+        self, policy_id: str, content: str, metadata: Mapping[str, Any] | None = None
+    ) -> s.StoreReceiptBody:
+        return self._one(lambda: calls.store_policy(policy_id, content, metadata))
+
+    def update_policy(
+        self, policy_id: str, content: str, metadata: Mapping[str, Any] | None = None
+    ) -> s.StoreReceiptBody:
+        return self._one(lambda: calls.update_policy(policy_id, content, metadata))
+
+    def get_policy(self, policy_id: str) -> s.StoredPolicyBody:
+        return self._one(lambda: calls.get_policy(policy_id))
+
+    def delete_policy(self, policy_id: str) -> None:
+        self._run(prepare(lambda: calls.delete_policy(policy_id)))
+
+    def list_policies(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        source: str | None = None,
+        tag: str | None = None,
+        updated_since: datetime | None = None,
+    ) -> s.PolicyPageBody:
+        return self._one(
+            lambda: calls.list_policies(
+                limit=limit, cursor=cursor, source=source, tag=tag, updated_since=updated_since
+            )
+        )
+
+    def iter_policies(
+        self,
+        *,
+        page_size: int | None = None,
+        source: str | None = None,
+        tag: str | None = None,
+        updated_since: datetime | None = None,
+    ) -> Iterator[s.StoredPolicyBody]:
+        """Every listed policy, newest first, fetching page after page by cursor."""
+        cursor: str | None = None
+        while True:
+            page = self.list_policies(
+                limit=page_size, cursor=cursor, source=source, tag=tag, updated_since=updated_since
+            )
+            yield from page.policies
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def policy_versions(self, policy_id: str) -> s.PolicyVersionsBody:
+        return self._one(lambda: calls.policy_versions(policy_id))
+
+    def search_policies(
+        self,
+        query: str,
+        *,
+        similarity_threshold: float | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        cursor: str | None = None,
+        max_results: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> s.PolicySearchBody:
+        return self._one(
+            lambda: calls.search_policies(
+                query,
+                similarity_threshold=similarity_threshold,
+                limit=limit,
+                offset=offset,
+                cursor=cursor,
+                max_results=max_results,
+                filter=filter,
+            )
+        )
+
+    def iter_search_policies(
+        self,
+        query: str,
+        *,
+        similarity_threshold: float | None = None,
+        page_size: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> Iterator[s.SearchResultBody]:
+        """Every result of a search, best first, walking its pages by cursor."""
+        cursor: str | None = None
+        while True:
+            page = self.search_policies(
+                query,
+                similarity_threshold=similarity_threshold,
+                limit=page_size,
+                cursor=cursor,
+                filter=filter,
+            )
+            yield from page.results
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def get_by_embedding(
+        self,
+        embedding_ref: str,
+        *,
+        origin: Literal["direct", "search"] = "direct",
+        query: str | None = None,
+    ) -> s.PolicyDocumentBody:
+        return self._one(lambda: calls.get_by_embedding(embedding_ref, origin=origin, query=query))
+
+    # History search -------------------------------------------------------------------
+
+    def ingest(
+        self, org_id: str, events: Sequence[ChatEventBody | Mapping[str, Any]]
+    ) -> s.IngestReceiptBody:
+        return self._one(lambda: calls.ingest(org_id, events))
+
+    def erase_events(
+        self, org_id: str, *, event_ids: Sequence[str] | None = None, sender: str | None = None
+    ) -> s.ErasureBody:
+        return self._one(lambda: calls.erase_events(org_id, event_ids=event_ids, sender=sender))
+
+    def erase_org(self, org_id: str) -> s.OrgErasureBody:
+        return self._one(lambda: calls.erase_org(org_id))
+
+    def search_history(
+        self,
+        org_id: str,
+        q: str,
+        *,
+        limit: int | None = None,
+        provider: str | None = None,
+        channel_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> s.HistorySearchBody:
+        return self._one(
+            lambda: calls.search_history(
+                org_id,
+                q,
+                limit=limit,
+                provider=provider,
+                channel_id=channel_id,
+                since=since,
+                until=until,
+            )
+        )
+
+    def sweep(self, org_id: str | None = None) -> s.SweepReportBody:
+        return self._one(lambda: calls.sweep(org_id))
+
+    def sweep_status(self, org_id: str) -> s.SweepStatusBody:
+        return self._one(lambda: calls.sweep_status(org_id))
+
+    def global_flags(self) -> s.GlobalFlagsBody:
+        return self._one(calls.global_flags)
+
+    def global_flag(self, flag: str) -> s.GlobalFlagBody:
+        return self._one(lambda: calls.global_flag(flag))
+
+    def set_global_flag(self, flag: str, enabled: bool) -> s.GlobalFlagBody:
+        return self._one(lambda: calls.set_global_flag(flag, enabled))
+
+    def org_flags(self, org_id: str) -> s.OrgFlagsBody:
+        return self._one(lambda: calls.org_flags(org_id))
+
+    def org_flag(self, org_id: str, flag: str) -> s.OrgFlagBody:
+        return self._one(lambda: calls.org_flag(org_id, flag))
+
+    def set_org_flag(self, org_id: str, flag: str, enabled: bool | None) -> s.OrgFlagBody:
+        """`enabled=None` removes the org's override (it follows the global layer)."""
+        return self._one(lambda: calls.set_org_flag(org_id, flag, enabled))
+
+    def retention(self, org_id: str) -> s.RetentionBodyOut:
+        return self._one(lambda: calls.retention(org_id))
+
+    def set_retention(self, org_id: str, days: int) -> s.RetentionBodyOut:
+        return self._one(lambda: calls.set_retention(org_id, days))
+
+    def purge(self, org_id: str | None = None) -> s.PurgeBody:
+        return self._one(lambda: calls.purge(org_id))
+
+    # Access ---------------------------------------------------------------------------
+
+    def create_api_key(
+        self, name: str, scopes: Sequence[str], *, org_id: str | None = None
+    ) -> s.NewApiKeyBody:
+        """A new key; its `secret` is in this answer only."""
+        return self._one(lambda: calls.create_api_key(name, org_id, scopes))
+
+    def api_keys(self) -> s.ApiKeysBody:
+        return self._one(calls.api_keys)
+
+    def revoke_api_key(self, key_id: str) -> None:
+        self._run(prepare(lambda: calls.revoke_api_key(key_id)))
+
+    def audit(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        org_id: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> s.AuditPageBody:
+        return self._one(
+            lambda: calls.audit(since=since, until=until, org_id=org_id, limit=limit, cursor=cursor)
+        )
+
+    def health(self) -> s.HealthBody:
+        """/healthz; a 503 (database down) raises `Unavailable` after the retries."""
+        return self._one(calls.health)
+
+    # Execution ------------------------------------------------------------------------
+
+    def _one(self, build: Callable[[], Call[M]]) -> M:
+        answer = self._run(prepare(build))
+        assert answer is not None
+        return answer
+
+    def _run(self, call: Call[M]) -> M | None:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = self._http.request(call.method, call.path, **request_args(call))
+            except httpx.TransportError as exc:
+                wait = retry_wait(self._retry, attempt, None)
+                if wait is None:
+                    raise transport_failure(exc) from exc
+            else:
+                wait = retry_wait(self._retry, attempt, response)
+                if wait is None:
+                    return result(call, response)
+            self._sleep(wait)

@@ -1,0 +1,565 @@
+"""The machine-readable contract: `GET /openapi.json` (OpenAPI 3.1), generated from the
+request models of the routes modules, the response models of `schemas`, and `OPERATIONS`
+below (every route with its statuses and error codes); `GET /docs`, Swagger UI served from
+the `swagger-ui-py` package's files (no CDN: deployments are often offline).
+
+A test checks that `OPERATIONS` and the app's routes are the same set, so a route cannot
+be added without its contract.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from memory.entrypoints.http import access_routes as a
+from memory.entrypoints.http import history_routes as h
+from memory.entrypoints.http import policy_routes as p
+from memory.entrypoints.http import schemas as s
+from memory.entrypoints.http.parsing import COMPONENT_KEY
+
+OPENAPI_VERSION = "3.1.0"
+REF = "#/components/schemas/{model}"
+
+# Error codes by status, as `memory.entrypoints.http.errors` maps them.
+INVALID = {422: ["validation_error"]}
+NOT_FOUND = {404: ["not_found"]}
+DATABASE = {503: ["database_unavailable"]}
+EMBEDDING = {
+    422: ["validation_error", "input_rejected"],
+    503: ["database_unavailable", "model_unavailable", "model_misconfigured"],
+}
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One route of the contract. `answers`: success status -> body model (None: no body);
+    `errors`: status -> the error codes it may carry."""
+
+    method: str
+    path: str
+    operation_id: str
+    summary: str
+    tag: str
+    answers: Mapping[int, type[BaseModel] | None]
+    path_model: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    body: type[BaseModel] | None = None
+    body_optional: bool = False
+    errors: Mapping[int, Sequence[str]] = field(default_factory=dict)
+
+
+# Every /v1 route: the access middleware's answers (docs/security.md) and the body limit.
+ACCESS_ERRORS = {
+    401: ["unauthenticated"],
+    403: ["forbidden"],
+    413: ["payload_too_large"],
+    429: ["rate_limited"],
+}
+
+
+def _errors(*groups: Mapping[int, Sequence[str]]) -> dict[int, list[str]]:
+    merged: dict[int, list[str]] = {}
+    for group in (*groups, DATABASE, ACCESS_ERRORS):
+        for status, codes in group.items():
+            merged.setdefault(status, [])
+            merged[status] += [c for c in codes if c not in merged[status]]
+    return merged
+
+
+ORG = "/v1/orgs/{org_id}"
+ORG_FLAG = "/v1/orgs/{org_id}/feature-flags/{flag}"
+
+OPERATIONS: tuple[Operation, ...] = (
+    # Policy memory
+    Operation(
+        "POST",
+        "/v1/policies",
+        "storePolicy",
+        "Store a new policy",
+        "policies",
+        {201: s.StoreReceiptBody},
+        body=p.StoreBody,
+        errors=_errors(EMBEDDING, {409: ["conflict"]}),
+    ),
+    Operation(
+        "GET",
+        "/v1/policies",
+        "listPolicies",
+        "List policies, newest first",
+        "policies",
+        {200: s.PolicyPageBody},
+        query=p.PolicyListing,
+        errors=_errors(INVALID),
+    ),
+    Operation(
+        "GET",
+        "/v1/policies/{policy_id}",
+        "getPolicy",
+        "A policy's current version",
+        "policies",
+        {200: s.StoredPolicyBody},
+        path_model=p.PolicyPath,
+        errors=_errors(INVALID, NOT_FOUND),
+    ),
+    Operation(
+        "PUT",
+        "/v1/policies/{policy_id}",
+        "updatePolicy",
+        "Record a new version",
+        "policies",
+        {200: s.StoreReceiptBody},
+        path_model=p.PolicyPath,
+        body=p.UpdateBody,
+        errors=_errors(EMBEDDING, NOT_FOUND, {409: ["conflict"]}),
+    ),
+    Operation(
+        "DELETE",
+        "/v1/policies/{policy_id}",
+        "deletePolicy",
+        "Delete a policy",
+        "policies",
+        {204: None},
+        path_model=p.PolicyPath,
+        errors=_errors(INVALID, NOT_FOUND, {409: ["conflict"]}),
+    ),
+    Operation(
+        "GET",
+        "/v1/policies/{policy_id}/versions",
+        "policyVersions",
+        "A policy's version history",
+        "policies",
+        {200: s.PolicyVersionsBody},
+        path_model=p.PolicyPath,
+        errors=_errors(INVALID, NOT_FOUND),
+    ),
+    Operation(
+        "POST",
+        "/v1/policies/search",
+        "searchPolicies",
+        "Semantic search of policies",
+        "policies",
+        {200: s.PolicySearchBody},
+        body=p.SearchBody,
+        errors=_errors(EMBEDDING, {504: ["timeout"]}),
+    ),
+    Operation(
+        "GET",
+        "/v1/embeddings/{embedding_ref}",
+        "getPolicyByEmbedding",
+        "The policy behind an embedding reference",
+        "policies",
+        {200: s.PolicyDocumentBody},
+        path_model=p.EmbeddingPath,
+        query=p.EmbeddingLookup,
+        errors=_errors(EMBEDDING, NOT_FOUND, {504: ["timeout"]}),
+    ),
+    # History search
+    Operation(
+        "POST",
+        f"{ORG}/chat-events",
+        "ingestChatEvents",
+        "Ingest chat events",
+        "history",
+        {201: s.IngestReceiptBody},
+        path_model=h.OrgPath,
+        body=h.IngestBody,
+        errors=_errors(INVALID),
+    ),
+    Operation(
+        "DELETE",
+        f"{ORG}/chat-events",
+        "eraseChatEvents",
+        "Erase events by id or by sender, and the windows covering them",
+        "history",
+        {200: s.ErasureBody},
+        path_model=h.OrgPath,
+        body=h.EraseBody,
+        errors=_errors(INVALID),
+    ),
+    Operation(
+        "DELETE",
+        ORG,
+        "eraseOrg",
+        "Erase everything an org has",
+        "history",
+        {200: s.OrgErasureBody},
+        path_model=h.OrgPath,
+        errors=_errors(INVALID),
+    ),
+    Operation(
+        "GET",
+        f"{ORG}/history/search",
+        "searchHistory",
+        "Hybrid search of chat history",
+        "history",
+        {200: s.HistorySearchBody},
+        path_model=h.OrgPath,
+        query=h.SearchParams,
+        errors=_errors(INVALID),
+    ),
+    Operation(
+        "POST",
+        "/v1/sweep",
+        "runSweep",
+        "Run one sweep pass now",
+        "history",
+        {200: s.SweepReportBody},
+        body=h.SweepBody,
+        body_optional=True,
+        errors=_errors(INVALID),
+    ),
+    Operation(
+        "GET",
+        f"{ORG}/sweep",
+        "sweepStatus",
+        "Sweep progress per partition",
+        "history",
+        {200: s.SweepStatusBody},
+        path_model=h.OrgPath,
+        errors=_errors(INVALID),
+    ),
+    Operation(
+        "GET",
+        "/v1/feature-flags",
+        "listGlobalFlags",
+        "Global feature flags",
+        "flags",
+        {200: s.GlobalFlagsBody},
+        errors=_errors(),
+    ),
+    Operation(
+        "GET",
+        "/v1/feature-flags/{flag}",
+        "getGlobalFlag",
+        "One global flag",
+        "flags",
+        {200: s.GlobalFlagBody},
+        path_model=h.FlagPath,
+        errors=_errors(INVALID, NOT_FOUND),
+    ),
+    Operation(
+        "PUT",
+        "/v1/feature-flags/{flag}",
+        "setGlobalFlag",
+        "Set a global flag",
+        "flags",
+        {200: s.GlobalFlagBody},
+        path_model=h.FlagPath,
+        body=h.FlagBody,
+        errors=_errors(INVALID, NOT_FOUND),
+    ),
+    Operation(
+        "GET",
+        f"{ORG}/feature-flags",
+        "listOrgFlags",
+        "An org's flags",
+        "flags",
+        {200: s.OrgFlagsBody},
+        path_model=h.OrgPath,
+        errors=_errors(INVALID),
+    ),
+    Operation(
+        "GET",
+        ORG_FLAG,
+        "getOrgFlag",
+        "One flag of an org",
+        "flags",
+        {200: s.OrgFlagBody},
+        path_model=h.OrgFlagPath,
+        errors=_errors(INVALID, NOT_FOUND),
+    ),
+    Operation(
+        "PUT",
+        ORG_FLAG,
+        "setOrgFlag",
+        "Override a flag for an org",
+        "flags",
+        {200: s.OrgFlagBody},
+        path_model=h.OrgFlagPath,
+        body=h.FlagBody,
+        errors=_errors(INVALID, NOT_FOUND),
+    ),
+    Operation(
+        "DELETE",
+        ORG_FLAG,
+        "clearOrgFlag",
+        "Remove an org's override",
+        "flags",
+        {200: s.OrgFlagBody},
+        path_model=h.OrgFlagPath,
+        errors=_errors(INVALID, NOT_FOUND),
+    ),
+    Operation(
+        "GET",
+        f"{ORG}/retention",
+        "getRetention",
+        "An org's retention",
+        "history",
+        {200: s.RetentionBodyOut},
+        path_model=h.OrgPath,
+        errors=_errors(INVALID),
+    ),
+    Operation(
+        "PUT",
+        f"{ORG}/retention",
+        "setRetention",
+        "Set an org's retention",
+        "history",
+        {200: s.RetentionBodyOut},
+        path_model=h.OrgPath,
+        body=h.RetentionBody,
+        errors=_errors(INVALID),
+    ),
+    Operation(
+        "POST",
+        "/v1/purge",
+        "runPurge",
+        "Run the retention purge now",
+        "history",
+        {200: s.PurgeBody},
+        body=h.SweepBody,
+        body_optional=True,
+        errors=_errors(INVALID),
+    ),
+    # Access
+    Operation(
+        "POST",
+        "/v1/api-keys",
+        "createApiKey",
+        "Create an API key",
+        "access",
+        {201: s.NewApiKeyBody},
+        body=a.NewKeyBody,
+        errors=_errors(INVALID),
+    ),
+    Operation(
+        "GET",
+        "/v1/api-keys",
+        "listApiKeys",
+        "API keys the caller may see",
+        "access",
+        {200: s.ApiKeysBody},
+        errors=_errors(),
+    ),
+    Operation(
+        "DELETE",
+        "/v1/api-keys/{key_id}",
+        "revokeApiKey",
+        "Revoke an API key",
+        "access",
+        {204: None},
+        path_model=a.KeyPath,
+        errors=_errors(INVALID, NOT_FOUND),
+    ),
+    Operation(
+        "GET",
+        "/v1/audit",
+        "auditLog",
+        "Admin actions, newest first",
+        "access",
+        {200: s.AuditPageBody},
+        query=a.AuditParams,
+        errors=_errors(INVALID),
+    ),
+    # Service
+    Operation(
+        "GET",
+        "/healthz",
+        "health",
+        "Health of the database and each context",
+        "service",
+        {200: s.HealthBody},
+        errors={503: ["unavailable"]},
+    ),
+)
+# Served as they are, outside the JSON contract.
+UNDOCUMENTED = frozenset(
+    {("GET", "/metrics"), ("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/docs/{asset}")}
+)
+EXTRA_SCHEMAS: tuple[type[BaseModel], ...] = (
+    s.ErrorBody,
+    s.PolicyMetadataShape,
+    s.PolicyFilterShape,
+)
+
+
+@functools.cache
+def openapi_document() -> dict[str, Any]:
+    models = _models()
+    _, components = models_json_schema(
+        [(m, "validation" if _is_request(m) else "serialization") for m in models],
+        ref_template=REF,
+    )
+    schemas = {name: _components(schema) for name, schema in components["$defs"].items()}
+    paths: dict[str, dict[str, Any]] = {}
+    for op in OPERATIONS:
+        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op, schemas)
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": {
+            "title": "memory",
+            "version": _version(),
+            "description": "Policy memory and history search. Errors are "
+            '`{"error": {"code", "message", "details"?}}`; `x-error-codes` lists the codes '
+            "each status may carry.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+def _models() -> list[type[BaseModel]]:
+    seen: dict[type[BaseModel], None] = {}
+    for op in OPERATIONS:
+        for m in (op.body, *op.answers.values()):
+            if m is not None:
+                seen[m] = None
+    for m in EXTRA_SCHEMAS:
+        seen[m] = None
+    return list(seen)
+
+
+def _is_request(model: type[BaseModel]) -> bool:
+    return any(model is op.body for op in OPERATIONS)
+
+
+def _components(schema: Any) -> Any:
+    """Replace the marked fields (`parsing.nullable_ref`) by a reference to their shape."""
+    if isinstance(schema, dict):
+        if COMPONENT_KEY in schema:
+            ref = {"$ref": REF.format(model=schema[COMPONENT_KEY])}
+            return {"anyOf": [ref, {"type": "null"}], "default": None}
+        return {k: _components(v) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_components(v) for v in schema]
+    return schema
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": REF.format(model=model.__name__)}
+
+
+def _parameters(model: type[BaseModel] | None, where: str) -> list[dict[str, Any]]:
+    if model is None:
+        return []
+    schema = model.model_json_schema(ref_template=REF)
+    required = set(schema.get("required", []))
+    parameters = []
+    for name, prop in schema["properties"].items():
+        prop = {k: v for k, v in prop.items() if k != "title"}
+        parameters.append(
+            {
+                "name": name,
+                "in": where,
+                "required": where == "path" or name in required,
+                "schema": prop,
+            }
+        )
+    return parameters
+
+
+def _operation(op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "security": [{"apiKey": []}] if op.path.startswith("/v1/") else [],
+        "operationId": op.operation_id,
+        "summary": op.summary,
+        "tags": [op.tag],
+        "parameters": _parameters(op.path_model, "path") + _parameters(op.query, "query"),
+    }
+    if op.body is not None:
+        out["requestBody"] = {
+            "required": not op.body_optional,
+            "content": {"application/json": {"schema": _ref(op.body)}},
+        }
+    responses: dict[str, Any] = {}
+    for status, model in op.answers.items():
+        responses[str(status)] = (
+            {"description": "No content"}
+            if model is None
+            else {
+                "description": "Success",
+                "content": {"application/json": {"schema": _ref(model)}},
+            }
+        )
+    for status, codes in sorted(op.errors.items()):
+        responses[str(status)] = {
+            "description": "Error: " + ", ".join(f"`{c}`" for c in codes),
+            "content": {"application/json": {"schema": _ref(s.ErrorBody)}},
+            "x-error-codes": list(codes),
+        }
+    out["responses"] = responses
+    return out
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memory")
+    except PackageNotFoundError:
+        return "0"
+
+
+@functools.cache
+def _swagger_dir() -> Path:
+    return Path(str(importlib.resources.files("swagger_ui") / "static"))
+
+
+# Only these files of the package are served.
+DOCS_ASSETS = {
+    "swagger-ui.css": "text/css",
+    "swagger-ui-bundle.js": "text/javascript",
+    "favicon-32x32.png": "image/png",
+}
+_DOCS_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>memory API</title>
+<link rel="stylesheet" href="/docs/swagger-ui.css">
+<link rel="icon" type="image/png" href="/docs/favicon-32x32.png"></head>
+<body><div id="swagger-ui"></div>
+<script src="/docs/swagger-ui-bundle.js"></script>
+<script>window.ui = SwaggerUIBundle({url: "/openapi.json", dom_id: "#swagger-ui"});</script>
+</body></html>
+"""
+
+
+def contract_routes() -> list[BaseRoute]:
+    async def document(request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+    async def docs(request: Request) -> Response:
+        return HTMLResponse(_DOCS_PAGE)
+
+    async def asset(request: Request) -> Response:
+        name = request.path_params["asset"]
+        media_type = DOCS_ASSETS.get(name)
+        if media_type is None:
+            return JSONResponse(
+                {"error": {"code": "not_found", "message": f"no asset {name!r}"}}, 404
+            )
+        return FileResponse(_swagger_dir() / name, media_type=media_type)
+
+    return [
+        Route("/openapi.json", document, methods=["GET"]),
+        Route("/docs", docs, methods=["GET"]),
+        Route("/docs/{asset}", asset, methods=["GET"]),
+    ]
+
+
+def dumps() -> str:
+    """The document as `memory openapi` prints it."""
+    return json.dumps(openapi_document(), indent=2, sort_keys=False)

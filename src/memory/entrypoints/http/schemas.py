@@ -1,0 +1,405 @@
+"""The HTTP contract's response bodies (and the JSON shapes of policy metadata and search
+filters), as pydantic models: the OpenAPI document is generated from them
+(`memory.entrypoints.http.openapi`), the contract test checks every answer against them, and
+`memory.client` parses answers into them. Request bodies and query strings are the routes'
+own models (`policy_routes`, `history_routes`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory.domain.policy.filters import (
+    MAX_FILTER_METADATA_KEYS,
+    MAX_FILTER_TAGS,
+    MAX_FILTER_TEXT_CHARS,
+)
+from memory.domain.policy.metadata import (
+    MAX_TAGS,
+    SOURCE_MAX_CHARS,
+    TAG_MAX_CHARS,
+    TITLE_MAX_CHARS,
+)
+
+
+class Answer(BaseModel):
+    """Base of every response model: unknown fields are kept (a newer server may add
+    fields; an older client must still read the answer)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+# Errors ----------------------------------------------------------------------------------
+
+
+class FieldProblem(Answer):
+    field: str = Field(description="Dotted path of the failing field (`metadata.title`).")
+    reason: str
+
+
+class ErrorInfo(Answer):
+    code: str = Field(description="Stable machine-readable code, e.g. `validation_error`.")
+    message: str
+    details: dict[str, Any] | None = Field(
+        default=None,
+        description="For `validation_error`: `fields`, every failing field with its reason.",
+    )
+
+
+class ErrorBody(Answer):
+    error: ErrorInfo
+
+
+# Policy shapes ---------------------------------------------------------------------------
+
+
+class PolicyMetadataShape(BaseModel):
+    """A policy's metadata: three well-known keys, any others with JSON values (finite
+    numbers, at most 32 levels deep, at most 16 KiB as JSON in all)."""
+
+    model_config = ConfigDict(extra="allow", title="PolicyMetadata")
+
+    title: str | None = Field(default=None, max_length=TITLE_MAX_CHARS)
+    source: str | None = Field(default=None, max_length=SOURCE_MAX_CHARS)
+    tags: list[Annotated[str, Field(max_length=TAG_MAX_CHARS)]] = Field(
+        default_factory=list, max_length=MAX_TAGS, json_schema_extra={"uniqueItems": True}
+    )
+
+
+FilterScalar = str | int | float | bool | None
+
+
+class TagsAny(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    any: list[str] = Field(min_length=1, max_length=MAX_FILTER_TAGS)
+
+
+class TagsAll(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    all: list[str] = Field(min_length=1, max_length=MAX_FILTER_TAGS)
+
+
+class TimestampRange(BaseModel):
+    """Bounds on a result's `timestamp`, ISO 8601 with an offset."""
+
+    model_config = ConfigDict(extra="forbid")
+    gte: datetime | None = None
+    gt: datetime | None = None
+    lte: datetime | None = None
+    lt: datetime | None = None
+
+
+class PolicyFilterShape(BaseModel):
+    """Every key optional; all given conditions must hold."""
+
+    model_config = ConfigDict(extra="forbid", title="PolicyFilter")
+
+    source: str | None = Field(default=None, max_length=MAX_FILTER_TEXT_CHARS)
+    title: str | None = Field(default=None, max_length=MAX_FILTER_TEXT_CHARS)
+    tags: TagsAny | TagsAll | None = None
+    metadata: dict[str, FilterScalar] | None = Field(
+        default=None,
+        max_length=MAX_FILTER_METADATA_KEYS,
+        description="Exact matches of top-level metadata keys.",
+    )
+    timestamp: TimestampRange | None = None
+
+
+# Policy answers --------------------------------------------------------------------------
+
+
+class StoreReceiptBody(Answer):
+    policy_id: str
+    embedding_ref: UUID
+    version: int
+    model: str
+    dimensions: int
+    stored_at: datetime
+    searchable: bool
+
+
+class StoredPolicyBody(Answer):
+    policy_id: str
+    embedding_ref: UUID
+    version: int
+    model: str
+    title: str | None
+    source: str | None
+    tags: list[str]
+    metadata: dict[str, Any]
+    content: str
+    stored_at: datetime
+    updated_at: datetime
+
+
+class PolicyPageBody(Answer):
+    policies: list[StoredPolicyBody]
+    next_cursor: str | None
+
+
+class PolicyVersionBody(Answer):
+    version: int
+    embedding_ref: UUID
+    model: str
+    content_sha256: str
+    metadata: dict[str, Any]
+    recorded_at: datetime
+    change: Literal["stored", "content", "metadata", "deleted"]
+
+
+class PolicyVersionsBody(Answer):
+    policy_id: str
+    versions: list[PolicyVersionBody]
+
+
+class SearchResultBody(Answer):
+    embedding_ref: UUID
+    policy_id: str
+    version: int
+    similarity: float
+    title: str | None
+    source: str | None
+    tags: list[str]
+    metadata: dict[str, Any]
+    timestamp: datetime
+
+
+class PolicySearchBody(Answer):
+    results: list[SearchResultBody]
+    next_cursor: str | None
+    model: str
+    similarity_threshold: float
+
+
+class PolicyDocumentBody(Answer):
+    embedding_ref: UUID
+    policy_id: str
+    version: int
+    title: str | None
+    source: str | None
+    content: str
+    timestamp: datetime
+    metadata: dict[str, Any]
+    similarity: float | None = Field(default=None, description="Only with origin=search.")
+
+
+# History answers -------------------------------------------------------------------------
+
+
+class IngestReceiptBody(Answer):
+    event_ids: list[str]
+    inserted: int
+    duplicates: int
+
+
+class HistoryHitBody(Answer):
+    event_id: str
+    provider: str
+    channel_id: str
+    sender: str
+    text: str
+    occurred_at: datetime
+    matched_by: Literal["fts", "semantic"]
+    similarity: float | None = None
+    window_id: UUID | None = None
+
+
+class FlagSourceBody(Answer):
+    flag: str
+    layer: Literal["global", "org"]
+    default: bool
+
+
+class HistorySearchBody(Answer):
+    results: list[HistoryHitBody]
+    semantic: Literal["on", "off", "degraded"]
+    org_known: bool
+    model: str | None = None
+    semantic_off_by: FlagSourceBody | None = None
+    pending_windows: int | None = None
+
+
+class SweepReportBody(Answer):
+    windows_embedded: int
+    windows_skipped: int
+    windows_poisoned: int
+    windows_open: int
+    events_poisoned: int
+    partitions: int
+    partitions_stalled: int
+    partitions_busy: int
+    partitions_interrupted: int
+
+
+class PositionBody(Answer):
+    occurred_at: datetime
+    event_id: str
+
+
+class LateCatchUpBody(Answer):
+    horizon_seq: int
+    cursor: PositionBody | None
+
+
+class WatermarkBody(Answer):
+    position: PositionBody | None
+    seen_seq: int
+    late_catch_up: LateCatchUpBody | None
+
+
+class LagBody(Answer):
+    events: int
+    oldest_closed_window_age_seconds: float | None
+
+
+class PoisonWindowBody(Answer):
+    window_id: UUID
+    first: PositionBody | None
+    last: PositionBody | None
+    message_count: int
+    reason: str
+    recorded_at: datetime
+
+
+class PoisonEventBody(Answer):
+    event_id: str
+    occurred_at: str
+    reason: str
+    recorded_at: datetime
+
+
+class StallBody(Answer):
+    reason: str
+    at: datetime | None
+
+
+class PartitionStatusBody(Answer):
+    provider: str
+    channel_id: str
+    model: str
+    watermark: WatermarkBody
+    lag: LagBody
+    windows_embedded: int
+    windows_skipped: int
+    poison_windows: list[PoisonWindowBody]
+    poison_events: list[PoisonEventBody]
+    stalled: bool
+    last_stall: StallBody | None
+    last_advanced_at: datetime | None
+
+
+class SweepStatusBody(Answer):
+    org_id: str
+    model: str
+    semantic_search: bool
+    partitions: list[PartitionStatusBody]
+
+
+class GlobalFlagBody(Answer):
+    flag: str
+    enabled: bool
+    default: bool
+    set: bool
+
+
+class GlobalFlagsBody(Answer):
+    flags: list[GlobalFlagBody]
+
+
+class OrgFlagBody(Answer):
+    org_id: str
+    flag: str
+    global_: bool = Field(alias="global")
+    org: bool | None
+    effective: bool
+
+
+class OrgFlagEntryBody(Answer):
+    flag: str
+    global_: bool = Field(alias="global")
+    org: bool | None
+    effective: bool
+
+
+class OrgFlagsBody(Answer):
+    org_id: str
+    flags: list[OrgFlagEntryBody]
+    semantic_search: bool
+
+
+class RetentionBodyOut(Answer):
+    org_id: str
+    days: int
+    default: bool
+
+
+class ErasureBody(Answer):
+    events_deleted: int
+    windows_deleted: int
+
+
+class OrgErasureBody(Answer):
+    org_id: str
+    events_deleted: int
+    windows_deleted: int
+    partitions_deleted: int
+    watermarks_closed: int
+    flags_deleted: int
+    retention_deleted: bool
+
+
+class PurgeBody(Answer):
+    orgs: int
+    events_deleted: int
+    embeddings_deleted: int
+
+
+class HealthBody(Answer):
+    status: Literal["ok", "unavailable"]
+    database: str
+    contexts: dict[str, Any]
+
+
+# Access ----------------------------------------------------------------------------------
+
+
+class ApiKeyBody(Answer):
+    key_id: str
+    name: str
+    org_id: str | None
+    scopes: list[str]
+    created_at: datetime | None
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+class NewApiKeyBody(ApiKeyBody):
+    secret: str = Field(description="Shown once; only its SHA-256 digest is stored.")
+
+
+class ApiKeysBody(Answer):
+    keys: list[ApiKeyBody]
+
+
+class AuditActorBody(Answer):
+    key_id: str | None
+    name: str | None
+
+
+class AuditEntryBody(Answer):
+    id: str
+    recorded_at: datetime
+    actor: AuditActorBody
+    action: str
+    org_id: str | None
+    target: Any = None
+    before: Any = None
+    after: Any = None
+
+
+class AuditPageBody(Answer):
+    entries: list[AuditEntryBody]
+    next_cursor: str | None

@@ -1,0 +1,172 @@
+"""`memory.client` against a real `memory serve`: every endpoint through the typed client,
+typed errors with the service's codes, the cursor iterators, and the async client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import anyio
+import pytest
+from tests.conftest import TEST_ADMIN_TOKEN, ClonedDatabases
+from tests.e2e.processes import served_on
+
+from memory.client import (
+    AsyncMemoryClient,
+    ChatEvent,
+    Conflict,
+    Forbidden,
+    InvalidRequest,
+    MemoryClient,
+    NotFound,
+    Unauthorized,
+)
+from memory.infrastructure.postgres.embedded import with_database
+
+SEMANTIC = "digital_worker_semantic_search"
+
+
+@pytest.fixture(scope="module")
+def served(
+    pg_admin_url: str, cloned_databases: ClonedDatabases, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    name = cloned_databases.take()
+    try:
+        url = with_database(pg_admin_url, name)
+        with served_on(url, tmp_path_factory.mktemp("client")) as base:
+            yield base
+    finally:
+        cloned_databases.drop(name)
+
+
+def test_the_policy_lifecycle_through_the_client(served: str) -> None:
+    with MemoryClient(served, api_key=TEST_ADMIN_TOKEN) as memory:
+        receipt = memory.store_policy(
+            "travel-eu", "EU business travel needs a manager's approval.", {"tags": ["travel"]}
+        )
+        assert (receipt.version, receipt.searchable) == (1, True)
+        with pytest.raises(Conflict) as conflict:
+            memory.store_policy("travel-eu", "again")
+        assert conflict.value.code == "conflict"
+        for i in range(5):
+            memory.store_policy(f"extra-{i}", f"travel rule number {i}", {"tags": ["travel"]})
+
+        updated = memory.update_policy(
+            "travel-eu", "All business travel needs approval.", {"tags": ["travel"]}
+        )
+        assert updated.version == 2
+        policy = memory.get_policy("travel-eu")
+        assert policy.content == "All business travel needs approval." and policy.tags == ["travel"]
+        assert [v.change for v in memory.policy_versions("travel-eu").versions] == [
+            "stored",
+            "content",
+        ]
+
+        listed = [p.policy_id for p in memory.iter_policies(page_size=2, tag="travel")]
+        assert listed[0] == "travel-eu" and sorted(listed) == sorted(
+            ["travel-eu", *[f"extra-{i}" for i in range(5)]]
+        )
+        hits = list(
+            memory.iter_search_policies("business travel", similarity_threshold=0.0, page_size=2)
+        )
+        assert len(hits) == 6 and len({h.policy_id for h in hits}) == 6
+        document = memory.get_by_embedding(
+            str(hits[0].embedding_ref), origin="search", query="business travel"
+        )
+        assert document.similarity is not None
+
+        memory.delete_policy("travel-eu")
+        with pytest.raises(NotFound) as gone:
+            memory.get_policy("travel-eu")
+        assert gone.value.code == "not_found"
+        with pytest.raises(InvalidRequest) as invalid:
+            memory.list_policies(limit=0)
+        assert [f["field"] for f in invalid.value.fields] == ["limit"]
+
+
+def test_the_history_lifecycle_through_the_client(served: str) -> None:
+    now = datetime.now(UTC)
+    with MemoryClient(served, api_key=TEST_ADMIN_TOKEN) as memory:
+        assert memory.health().status == "ok"
+        unknown = memory.search_history("nobody", "password")
+        assert (unknown.org_known, unknown.semantic) == (False, "off")
+        assert unknown.semantic_off_by is not None and unknown.semantic_off_by.layer == "global"
+
+        memory.set_global_flag(SEMANTIC, True)
+        assert memory.global_flag(SEMANTIC).enabled is True
+        assert SEMANTIC in {f.flag for f in memory.global_flags().flags}
+        receipt = memory.ingest(
+            "acme",
+            [
+                ChatEvent(
+                    event_id="m1",
+                    provider="slack",
+                    channel_id="C1",
+                    sender="ali",
+                    text="how can I reset my password",
+                    occurred_at=now - timedelta(hours=2),
+                ),
+                {
+                    "event_id": "m2",
+                    "provider": "slack",
+                    "channel_id": "C1",
+                    "sender": "bob",
+                    "text": "the reset link never arrives",
+                    "occurred_at": now - timedelta(hours=2) + timedelta(minutes=1),
+                },
+            ],
+        )
+        assert (receipt.inserted, receipt.duplicates) == (2, 0)
+        assert memory.sweep("acme").windows_embedded == 1
+        status = memory.sweep_status("acme")
+        assert status.partitions[0].windows_embedded == 1
+        found = memory.search_history("acme", "password", limit=5)
+        assert (found.semantic, found.pending_windows) == ("on", 0)
+        assert found.results[0].event_id == "m1"
+
+        assert memory.set_org_flag("acme", SEMANTIC, False).effective is False
+        assert memory.org_flag("acme", SEMANTIC).org is False
+        assert memory.set_org_flag("acme", SEMANTIC, None).org is None
+        assert memory.org_flags("acme").semantic_search is True
+        assert memory.set_retention("acme", 90).days == 90
+        assert memory.retention("acme").default is False
+        assert memory.purge("acme").events_deleted == 0
+
+        erased = memory.erase_events("acme", sender="bob")
+        assert (erased.events_deleted, erased.windows_deleted) == (1, 1)
+        whole = memory.erase_org("acme")
+        assert (whole.events_deleted, whole.retention_deleted) == (1, True)
+        assert memory.search_history("acme", "password").org_known is False
+
+
+def test_the_async_client(served: str) -> None:
+    async def run() -> tuple[int, list[str]]:
+        async with AsyncMemoryClient(served, api_key=TEST_ADMIN_TOKEN) as memory:
+            await memory.store_policy("async-1", "Laptops are encrypted at rest.")
+            await memory.store_policy("async-2", "Laptops lock after five idle minutes.")
+            page = await memory.list_policies(limit=1)
+            ids = [p.policy_id async for p in memory.iter_policies(page_size=1)]
+            return len(page.policies), ids
+
+    size, ids = anyio.run(run)
+    assert size == 1
+    assert {"async-1", "async-2"} <= set(ids)
+
+
+def test_keys_and_the_audit_trail_through_the_client(served: str) -> None:
+    with MemoryClient(served, api_key=TEST_ADMIN_TOKEN) as admin:
+        created = admin.create_api_key("reader", ["policies:read"])
+        assert created.secret and created.scopes == ["policies:read"]
+        with MemoryClient(served, api_key=created.secret) as reader:
+            reader.list_policies()
+            with pytest.raises(Forbidden) as denied:
+                reader.store_policy("nope", "not allowed")
+            assert denied.value.code == "forbidden"
+        assert created.key_id in {k.key_id for k in admin.api_keys().keys}
+        admin.revoke_api_key(created.key_id)
+        with (
+            MemoryClient(served, api_key=created.secret) as revoked,
+            pytest.raises(Unauthorized),
+        ):
+            revoked.list_policies()
+        assert any(e.action for e in admin.audit(limit=5).entries)

@@ -1,0 +1,179 @@
+"""A policy's lifecycle beyond store and update: fetch by id, list newest first, delete,
+store the same id again (docs/adr/0063), and deletions surviving model swaps and replays."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from memory.application.policy.commands import NewPolicy
+from memory.domain.errors import InvalidInput, NotFound
+from memory.entrypoints.policy_runtime import PolicyRuntime
+from memory.infrastructure.policy.projector import PolicyProjector
+from memory.infrastructure.policy.reembed import reembed
+from memory.infrastructure.postgres.database import Database
+
+MakeRuntime = Callable[..., PolicyRuntime]
+StartProjector = Callable[..., PolicyProjector]
+ReadRows = Callable[[str], dict[str, dict[str, Any]]]
+OTHER = "test:other-space@384"
+
+
+def test_get_answers_the_current_version_from_the_log(
+    make_runtime: MakeRuntime, start_projector: StartProjector
+) -> None:
+    runtime = make_runtime()
+    start_projector(runtime)
+    service = runtime.service
+    first = service.store("p", "the first text", {"title": "T", "tags": ["a"]})
+    second = service.update("p", "the second text")
+    policy = service.get("p")
+    assert (policy.policy_id, policy.version, policy.content) == ("p", 2, "the second text")
+    assert policy.embedding_ref == first.embedding_ref
+    assert policy.metadata.title == "T" and policy.metadata.tags == ("a",)
+    assert policy.model == "hash:384"
+    assert policy.stored_at == first.stored_at
+    assert policy.updated_at == second.stored_at > policy.stored_at
+    with pytest.raises(NotFound):
+        service.get("unknown")
+
+
+def test_a_deleted_policy_leaves_search_get_and_every_models_rows(
+    make_runtime: MakeRuntime,
+    start_projector: StartProjector,
+    read_rows: ReadRows,
+    policy_db: Database,
+    test_model: Any,
+) -> None:
+    runtime = make_runtime()
+    start_projector(runtime)
+    service = runtime.service
+    ref = service.store("gone", "expense reports are due monthly", {"tags": ["x"]}).embedding_ref
+    service.store("kept", "expense reports need receipts")
+    reembed(policy_db, test_model(OTHER), runtime.log)
+    assert "gone" in read_rows(OTHER)
+
+    assert service.delete("gone") is True
+
+    assert "gone" not in read_rows("hash:384")
+    assert "gone" not in read_rows(OTHER)  # the idle model's rows too
+    answer = service.search("expense reports", similarity_threshold=0.0)
+    assert [r.policy_id for r in answer.results] == ["kept"]
+    with pytest.raises(NotFound, match="was deleted"):
+        service.get("gone")
+    with pytest.raises(NotFound):
+        service.get_by_embedding(str(ref))
+    assert [p.policy_id for p in service.list_policies().policies] == ["kept"]
+    history = service.versions("gone")
+    assert [(v.version, v.change.value) for v in history] == [(1, "stored"), (2, "deleted")]
+    with pytest.raises(NotFound):
+        service.delete("gone")
+    with pytest.raises(NotFound):
+        service.update("gone", "new text")
+    with pytest.raises(NotFound):
+        service.delete("never-stored")
+
+
+def test_storing_a_deleted_id_again_continues_its_versions_as_a_new_history(
+    make_runtime: MakeRuntime, start_projector: StartProjector
+) -> None:
+    runtime = make_runtime()
+    start_projector(runtime)
+    service = runtime.service
+    first = service.store("p", "travel needs approval", {"tags": ["old"]})
+    service.delete("p")
+    again = service.store("p", "travel needs no approval", {"tags": ["new"]})
+    assert again.version == 3
+    assert again.embedding_ref == first.embedding_ref
+    policy = service.get("p")
+    assert policy.metadata.tags == ("new",)
+    assert policy.stored_at == again.stored_at > first.stored_at
+    service.update("p", "travel needs no approval", {"tags": ["newer"]})
+    assert service.get("p").stored_at == again.stored_at  # an update keeps the history's start
+    history = [(v.version, v.change.value) for v in service.versions("p")]
+    assert history == [(1, "stored"), (2, "deleted"), (3, "stored"), (4, "metadata")]
+    hits = service.search("travel approval", similarity_threshold=0.0).results
+    assert [(h.policy_id, h.version) for h in hits] == [("p", 4)]
+    with pytest.raises(Exception, match="already exists"):
+        service.store("p", "once more")
+
+
+def test_replays_after_a_deletion_never_bring_the_policy_back(
+    make_runtime: MakeRuntime,
+    start_projector: StartProjector,
+    read_rows: ReadRows,
+    policy_db: Database,
+    test_model: Any,
+) -> None:
+    runtime = make_runtime()
+    projector = start_projector(runtime)
+    service = runtime.service
+    service.store_many([NewPolicy(f"p{i}", f"policy number {i}") for i in range(3)])
+    service.update("p1", "policy number one, reworded")
+    service.delete("p1")
+    service.store("p2-again", "unrelated")
+    service.delete("p2")
+    service.store("p2", "policy two returns")
+
+    other = test_model(OTHER)
+    reembed(policy_db, other, runtime.log)
+    assert set(read_rows(OTHER)) == {"p0", "p2", "p2-again"}
+    assert read_rows(OTHER)["p2"]["content"] == "policy two returns"
+    # The deleted texts were not even embedded on the way.
+    assert not {"policy number 1", "policy number one, reworded", "policy number 2"} & set(
+        other.documents
+    )
+    projector.stop()
+    reembed(policy_db, runtime.model, runtime.log, rebuild=True)
+    assert set(read_rows("hash:384")) == {"p0", "p2", "p2-again"}
+
+    swapped = make_runtime(model=test_model(OTHER))
+    hits = swapped.service.search("policy number", similarity_threshold=0.0).results
+    assert "p1" not in {h.policy_id for h in hits}
+
+
+def test_listing_is_newest_first_in_keyset_pages_with_filters(
+    make_runtime: MakeRuntime, start_projector: StartProjector
+) -> None:
+    runtime = make_runtime()
+    start_projector(runtime)
+    service = runtime.service
+    for i in range(5):
+        service.store(
+            f"p{i}",
+            f"policy {i}",
+            {"source": "hr" if i % 2 else "finance", "tags": ["even"] if i % 2 == 0 else []},
+        )
+    service.update("p0", "policy zero, newest now")
+
+    first = service.list_policies(limit=2)
+    assert [p.policy_id for p in first.policies] == ["p0", "p4"]
+    assert first.next_cursor is not None
+    second = service.list_policies(limit=2, cursor=first.next_cursor)
+    assert [p.policy_id for p in second.policies] == ["p3", "p2"]
+    service.store("p5", "written while paging")  # lands in front, shifts nothing behind
+    third = service.list_policies(limit=2, cursor=second.next_cursor)
+    assert [p.policy_id for p in third.policies] == ["p1"]
+    assert third.next_cursor is None
+    assert third.policies[0].content == "policy 1"
+
+    assert [p.policy_id for p in service.list_policies(source="hr").policies] == ["p3", "p1"]
+    assert [p.policy_id for p in service.list_policies(tag="even").policies] == ["p0", "p4", "p2"]
+    since = service.get("p4").updated_at
+    assert [p.policy_id for p in service.list_policies(updated_since=since).policies] == [
+        "p5",
+        "p0",
+        "p4",
+    ]
+    with pytest.raises(InvalidInput, match="different search") as err:
+        service.list_policies(limit=2, cursor=first.next_cursor, source="hr")
+    assert err.value.field == "cursor"
+    with pytest.raises(InvalidInput) as err:
+        service.list_policies(limit=0)
+    assert err.value.field == "limit"
+    with pytest.raises(InvalidInput, match="after the server's clock") as err:
+        service.list_policies(updated_since=since + timedelta(days=3650))
+    assert err.value.field == "updated_since"
