@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from tests.fakes import TEST_ACTOR
 
 from memory.domain.errors import InvalidInput
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
@@ -103,8 +104,8 @@ def test_erasing_an_org_removes_everything_and_closes_its_watermarks(make_runtim
     kit.enable_semantic(runtime)
     two_conversations(runtime, kit)
     two_conversations(runtime, kit, "globex")
-    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, True)
-    runtime.service.set_retention("acme", 90)
+    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, True, actor=TEST_ACTOR)
+    runtime.service.set_retention("acme", 90, actor=TEST_ACTOR)
     runtime.service.sweep(trigger="t")
 
     report = runtime.service.erase_org("acme")

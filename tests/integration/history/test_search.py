@@ -152,10 +152,10 @@ def test_an_empty_answer_says_why(make_runtime, kit) -> None:
     )
 
     kit.enable_semantic(runtime)
-    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, False)
+    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, False, actor=TEST_ACTOR)
     opted_out = runtime.service.search("acme", query).semantic_off_by
     assert opted_out is not None and (opted_out.layer, opted_out.default) == ("org", False)
-    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, None)
+    runtime.service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, None, actor=TEST_ACTOR)
 
     runtime.service.ingest(
         "acme",
