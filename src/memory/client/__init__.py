@@ -8,9 +8,10 @@
         for hit in memory.iter_search_policies("how often do passwords change?"):
             print(hit.policy_id, hit.similarity)
 
-Arguments are checked by the server's own request models before anything is sent, answers
-are parsed into its response models (`memory.entrypoints.http.schemas`), and errors are the
-typed classes of `memory.client.errors`, each carrying the service's error `code`.
+Arguments are checked by the server's own request models (`memory.contract`) before anything
+is sent, answers are parsed into its response models (`memory.contract.responses`), and
+errors are the typed classes of `memory.client.errors`, each carrying the service's error
+`code`. Importing the client loads no web framework and no database driver.
 `AsyncMemoryClient` has the same methods, awaited.
 """
 
@@ -29,7 +30,7 @@ from memory.client.errors import (
 )
 from memory.client.retry import RetryPolicy
 from memory.client.sync_client import MemoryClient
-from memory.entrypoints.http.history_routes import ChatEventBody as ChatEvent
+from memory.contract.history_requests import ChatEventBody as ChatEvent
 
 __all__ = [
     "AsyncMemoryClient",

@@ -23,8 +23,8 @@ from memory.client.base import (
 )
 from memory.client.calls import Call
 from memory.client.retry import RetryPolicy
-from memory.entrypoints.http import schemas as s
-from memory.entrypoints.http.history_routes import ChatEventBody
+from memory.contract import responses as s
+from memory.contract.history_requests import ChatEventBody
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from memory.client.calls import Call
 from memory.client.errors import InvalidRequest, MemoryApiError, TransportFailed, error_for
 from memory.client.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
-from memory.entrypoints.http.parsing import field_problems
+from memory.contract.input import field_problems
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -12,10 +12,10 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
-from memory.entrypoints.http import access_routes as a
-from memory.entrypoints.http import history_routes as h
-from memory.entrypoints.http import policy_routes as p
-from memory.entrypoints.http import schemas as s
+from memory.contract import access_requests as a
+from memory.contract import history_requests as h
+from memory.contract import policy_requests as p
+from memory.contract import responses as s
 
 M = TypeVar("M", bound=BaseModel)
 

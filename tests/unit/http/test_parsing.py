@@ -5,15 +5,9 @@ import pytest
 from pydantic import BaseModel
 from starlette.requests import Request
 
+from memory.contract.input import Instant, QueryInt, QueryParams, StrictBody
 from memory.entrypoints.http.errors import RequestInvalid
-from memory.entrypoints.http.parsing import (
-    Instant,
-    QueryInt,
-    QueryParams,
-    StrictBody,
-    parse_body,
-    validate,
-)
+from memory.entrypoints.http.parsing import parse_body, validate
 
 
 class Body(BaseModel):
@@ -160,7 +154,7 @@ def test_query_integers_are_decimal_text_only(text: str) -> None:
 
 
 def test_every_failing_field_is_reported_in_words_never_as_a_regex_or_url() -> None:
-    from memory.entrypoints.http.history_routes import ChatEventBody
+    from memory.contract.history_requests import ChatEventBody
 
     with pytest.raises(RequestInvalid) as err:
         validate(

@@ -12,32 +12,21 @@ from datetime import datetime
 from typing import Any
 
 import anyio
-from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from memory.application.access.service import AccessService
 from memory.application.audit.ports import (
-    AUDIT_LIMIT_DEFAULT,
-    AUDIT_LIMIT_MAX,
     AuditEntry,
     AuditQuery,
     AuditTrail,
 )
+from memory.contract.access_requests import AuditParams, KeyPath, NewKeyBody
 from memory.domain.access.api_key import ApiKey
 from memory.domain.access.scopes import Scope, sorted_scopes
-from memory.domain.history.chat_input import ORG_ID_PATTERN
 from memory.entrypoints.http.access import Access, AccessTable, api_key
-from memory.entrypoints.http.parsing import (
-    Instant,
-    QueryInt,
-    QueryParams,
-    StrictBody,
-    parse_body,
-    parse_path,
-    parse_query,
-)
+from memory.entrypoints.http.parsing import parse_body, parse_path, parse_query
 
 ACCESS: AccessTable = {
     ("POST", "/v1/api-keys"): Access.any_org(Scope.ADMIN),
@@ -45,25 +34,6 @@ ACCESS: AccessTable = {
     ("DELETE", "/v1/api-keys/{key_id}"): Access.any_org(Scope.ADMIN),
     ("GET", "/v1/audit"): Access.every_org(Scope.ADMIN),
 }
-
-
-class NewKeyBody(StrictBody):
-    name: str
-    org_id: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
-    scopes: list[str] = Field(max_length=len(Scope))
-
-
-class KeyPath(QueryParams):
-    key_id: str = Field(max_length=64)
-
-
-class AuditParams(QueryParams):
-    since: Instant | None = None
-    until: Instant | None = None
-    org_id: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
-    limit: QueryInt = Field(default=AUDIT_LIMIT_DEFAULT, ge=1, le=AUDIT_LIMIT_MAX)
-    # The `next_cursor` of the previous page: the id of its last entry.
-    cursor: QueryInt | None = Field(default=None, ge=1)
 
 
 def access_routes(keys: AccessService, audit: AuditTrail) -> list[BaseRoute]:

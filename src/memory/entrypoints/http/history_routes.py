@@ -6,12 +6,10 @@ worker thread (it does database and model I/O), and shape the JSON answer.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
 import anyio
-from pydantic import AfterValidator, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -21,39 +19,30 @@ from memory.application.history.feature_flags import GlobalFlag, OrgFlag
 from memory.application.history.retention import Retention
 from memory.application.history.service import HistoryService
 from memory.application.history.sweep_status import PartitionStatus
+from memory.contract.history_requests import (
+    EraseBody,
+    FlagBody,
+    FlagPath,
+    IngestBody,
+    OrgPath,
+    RetentionBody,
+    SearchParams,
+    SweepBody,
+)
 from memory.domain.access.scopes import Scope
 from memory.domain.audit.admin_action import Actor
-from memory.domain.history.chat_event import (
-    DEFAULT_DECISION,
-    EVENT_TYPE_MESSAGE,
-    MAX_EVENT_ID_CHARS,
-    MAX_EVENTS_PER_REQUEST,
-    MAX_MESSAGE_CHARS,
-    MAX_NAME_CHARS,
-    ChatEvent,
-)
-from memory.domain.history.chat_input import KIND_PATTERN, ORG_ID_PATTERN, PROVIDER_PATTERN
 from memory.domain.history.position import SweepPosition
-from memory.domain.history.retention import RETENTION_DAYS_MAX, RETENTION_DAYS_MIN
 from memory.domain.history.search import (
-    MAX_QUERY_CHARS,
-    SEARCH_LIMIT_DEFAULT,
-    SEARCH_LIMIT_MAX,
     HistoryHit,
     HistoryQuery,
 )
 from memory.entrypoints.http.access import Access, AccessTable, api_key
 from memory.entrypoints.http.parsing import (
-    Instant,
-    QueryInt,
-    QueryParams,
-    StrictBody,
     parse_body,
     parse_query,
     validate,
 )
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 ORG = "/v1/orgs/{org_id}"
 
 # Who may call what (docs/security.md): reads and ingest need the history scope for the org
@@ -78,97 +67,6 @@ ACCESS: AccessTable = {
     ("PUT", f"{ORG}/retention"): Access.org(Scope.ADMIN),
     ("POST", "/v1/purge"): Access.every_org(Scope.ADMIN),
 }
-
-
-def _no_control_characters(value: str) -> str:
-    if _CONTROL.search(value):
-        raise ValueError("must not contain control characters")
-    if not value.strip():
-        raise ValueError("must not be blank")
-    return value
-
-
-Name = Annotated[
-    str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(_no_control_characters)
-]
-
-
-class OrgPath(QueryParams):
-    org_id: str = Field(pattern=ORG_ID_PATTERN)
-
-
-class FlagPath(QueryParams):
-    flag: str
-
-
-class OrgFlagPath(QueryParams):
-    """The path of an org's flag (for the contract; the route checks each part)."""
-
-    org_id: str = Field(pattern=ORG_ID_PATTERN)
-    flag: str
-
-
-class ChatEventBody(StrictBody):
-    event_id: (
-        Annotated[
-            str,
-            Field(min_length=1, max_length=MAX_EVENT_ID_CHARS),
-            AfterValidator(_no_control_characters),
-        ]
-        | None
-    ) = None
-    provider: str = Field(pattern=PROVIDER_PATTERN)
-    channel_id: Name
-    thread_id: Name | None = None
-    sender: Name
-    event_type: str = Field(default=EVENT_TYPE_MESSAGE, pattern=KIND_PATTERN)
-    decision: str = Field(default=DEFAULT_DECISION, pattern=KIND_PATTERN)
-    # NUL (and lone surrogates) are refused for every field by the parser (ADR 0040).
-    text: str = Field(max_length=MAX_MESSAGE_CHARS)
-    occurred_at: Instant
-
-    def to_domain(self) -> ChatEvent:
-        return ChatEvent(
-            event_id=self.event_id,
-            provider=self.provider,
-            channel_id=self.channel_id,
-            thread_id=self.thread_id,
-            sender=self.sender,
-            event_type=self.event_type,
-            decision=self.decision,
-            text=self.text,
-            occurred_at=self.occurred_at,
-        )
-
-
-class IngestBody(StrictBody):
-    events: list[ChatEventBody] = Field(min_length=1, max_length=MAX_EVENTS_PER_REQUEST)
-
-
-class SearchParams(QueryParams):
-    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    limit: QueryInt = Field(default=SEARCH_LIMIT_DEFAULT, ge=1, le=SEARCH_LIMIT_MAX)
-    provider: str | None = Field(default=None, pattern=PROVIDER_PATTERN)
-    channel_id: Name | None = None
-    since: Instant | None = None
-    until: Instant | None = None
-
-
-class SweepBody(StrictBody):
-    org_id: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
-
-
-class FlagBody(StrictBody):
-    enabled: bool
-
-
-class EraseBody(StrictBody):
-    event_ids: list[str] | None = None
-    sender: str | None = None
-
-
-class RetentionBody(StrictBody):
-    days: int = Field(ge=RETENTION_DAYS_MIN, le=RETENTION_DAYS_MAX)
 
 
 def history_routes(service: HistoryService) -> list[BaseRoute]:

@@ -23,11 +23,11 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from memory.entrypoints.http import access_routes as a
-from memory.entrypoints.http import history_routes as h
-from memory.entrypoints.http import policy_routes as p
-from memory.entrypoints.http import schemas as s
-from memory.entrypoints.http.parsing import COMPONENT_KEY
+from memory.contract import access_requests as a
+from memory.contract import history_requests as h
+from memory.contract import policy_requests as p
+from memory.contract import responses as s
+from memory.contract.input import COMPONENT_KEY
 
 OPENAPI_VERSION = "3.1.0"
 REF = "#/components/schemas/{model}"
@@ -439,7 +439,7 @@ def _is_request(model: type[BaseModel]) -> bool:
 
 
 def _components(schema: Any) -> Any:
-    """Replace the marked fields (`parsing.nullable_ref`) by a reference to their shape."""
+    """Replace the marked fields (`contract.input.nullable_ref`) by a reference to their shape."""
     if isinstance(schema, dict):
         if COMPONENT_KEY in schema:
             ref = {"$ref": REF.format(model=schema[COMPONENT_KEY])}

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import anyio
-from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -30,22 +29,22 @@ from memory.application.errors import DeadlineExceeded
 from memory.application.policy.commands import StoreReceipt
 from memory.application.policy.queries import SearchAnswer
 from memory.application.policy.service import PolicyService
+from memory.contract.policy_requests import (
+    EmbeddingLookup,
+    EmbeddingPath,
+    PolicyListing,
+    PolicyPath,
+    SearchBody,
+    StoreBody,
+    UpdateBody,
+)
 from memory.domain.access.scopes import Scope
 from memory.domain.policy.listing import StoredPolicy
 from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.search import PolicyDocument, SimilarityResult
 from memory.domain.policy.versions import PolicyVersion
 from memory.entrypoints.http.access import Access, AccessTable
-from memory.entrypoints.http.parsing import (
-    Instant,
-    QueryInt,
-    QueryParams,
-    StrictBody,
-    nullable_ref,
-    parse_body,
-    parse_path,
-    parse_query,
-)
+from memory.entrypoints.http.parsing import parse_body, parse_path, parse_query
 
 T = TypeVar("T")
 
@@ -60,60 +59,6 @@ ACCESS: AccessTable = {
     ("GET", "/v1/policies/{policy_id}/versions"): Access.any_org(Scope.POLICIES_READ),
     ("GET", "/v1/embeddings/{embedding_ref}"): Access.any_org(Scope.POLICIES_READ),
 }
-
-
-class PolicyPath(QueryParams):
-    policy_id: str
-
-
-class EmbeddingPath(QueryParams):
-    embedding_ref: str
-
-
-# The domain checks metadata and filters (naming each failing key); the contract documents
-# their shapes (`schemas.PolicyMetadataShape`, `schemas.PolicyFilterShape`).
-Metadata = Annotated[
-    dict[str, Any] | None,
-    Field(json_schema_extra=nullable_ref("PolicyMetadataShape")),
-]
-Filter = Annotated[
-    dict[str, Any] | None,
-    Field(json_schema_extra=nullable_ref("PolicyFilterShape")),
-]
-
-
-class StoreBody(StrictBody):
-    policy_id: str
-    content: str
-    metadata: Metadata = None
-
-
-class UpdateBody(StrictBody):
-    content: str
-    metadata: Metadata = None
-
-
-class SearchBody(StrictBody):
-    query: str
-    similarity_threshold: float | None = None
-    limit: int | None = None
-    offset: int | None = None
-    cursor: str | None = None
-    max_results: int | None = None
-    filter: Filter = None
-
-
-class PolicyListing(QueryParams):
-    limit: QueryInt | None = None
-    cursor: str | None = None
-    source: str | None = None
-    tag: str | None = None
-    updated_since: Instant | None = None
-
-
-class EmbeddingLookup(QueryParams):
-    origin: Literal["direct", "search"] = "direct"
-    query: str | None = None
 
 
 def policy_routes(service: PolicyService, *, search_timeout: float) -> list[BaseRoute]:

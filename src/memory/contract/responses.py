@@ -1,8 +1,8 @@
 """The HTTP contract's response bodies (and the JSON shapes of policy metadata and search
 filters), as pydantic models: the OpenAPI document is generated from them
 (`memory.entrypoints.http.openapi`), the contract test checks every answer against them, and
-`memory.client` parses answers into them. Request bodies and query strings are the routes'
-own models (`policy_routes`, `history_routes`)."""
+`memory.client` parses answers into them. Request bodies and query strings are in
+`policy_requests`, `history_requests` and `access_requests`."""
 
 from __future__ import annotations
 

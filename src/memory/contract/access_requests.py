@@ -1,0 +1,30 @@
+"""What a client sends to access control: a new API key, the key a path names, the audit
+log's query."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from memory.application.audit.ports import AUDIT_LIMIT_DEFAULT, AUDIT_LIMIT_MAX
+from memory.contract.input import Instant, QueryInt, QueryParams, StrictBody
+from memory.domain.access.scopes import Scope
+from memory.domain.history.chat_input import ORG_ID_PATTERN
+
+
+class NewKeyBody(StrictBody):
+    name: str
+    org_id: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
+    scopes: list[str] = Field(max_length=len(Scope))
+
+
+class KeyPath(QueryParams):
+    key_id: str = Field(max_length=64)
+
+
+class AuditParams(QueryParams):
+    since: Instant | None = None
+    until: Instant | None = None
+    org_id: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
+    limit: QueryInt = Field(default=AUDIT_LIMIT_DEFAULT, ge=1, le=AUDIT_LIMIT_MAX)
+    # The `next_cursor` of the previous page: the id of its last entry.
+    cursor: QueryInt | None = Field(default=None, ge=1)

@@ -1,0 +1,116 @@
+"""What a client sends to history search: chat events to ingest, search parameters, the
+bodies of the sweep, flag, retention and erasure calls, and the paths they name."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
+from memory.contract.input import Instant, QueryInt, QueryParams, StrictBody
+from memory.domain.history.chat_event import (
+    DEFAULT_DECISION,
+    EVENT_TYPE_MESSAGE,
+    MAX_EVENT_ID_CHARS,
+    MAX_EVENTS_PER_REQUEST,
+    MAX_MESSAGE_CHARS,
+    MAX_NAME_CHARS,
+    ChatEvent,
+)
+from memory.domain.history.chat_input import KIND_PATTERN, ORG_ID_PATTERN, PROVIDER_PATTERN
+from memory.domain.history.retention import RETENTION_DAYS_MAX, RETENTION_DAYS_MIN
+from memory.domain.history.search import MAX_QUERY_CHARS, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _no_control_characters(value: str) -> str:
+    if _CONTROL.search(value):
+        raise ValueError("must not contain control characters")
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+Name = Annotated[
+    str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(_no_control_characters)
+]
+
+
+class OrgPath(QueryParams):
+    org_id: str = Field(pattern=ORG_ID_PATTERN)
+
+
+class FlagPath(QueryParams):
+    flag: str
+
+
+class OrgFlagPath(QueryParams):
+    """The path of an org's flag (for the contract; the route checks each part)."""
+
+    org_id: str = Field(pattern=ORG_ID_PATTERN)
+    flag: str
+
+
+class ChatEventBody(StrictBody):
+    event_id: (
+        Annotated[
+            str,
+            Field(min_length=1, max_length=MAX_EVENT_ID_CHARS),
+            AfterValidator(_no_control_characters),
+        ]
+        | None
+    ) = None
+    provider: str = Field(pattern=PROVIDER_PATTERN)
+    channel_id: Name
+    thread_id: Name | None = None
+    sender: Name
+    event_type: str = Field(default=EVENT_TYPE_MESSAGE, pattern=KIND_PATTERN)
+    decision: str = Field(default=DEFAULT_DECISION, pattern=KIND_PATTERN)
+    # NUL (and lone surrogates) are refused for every field by the parser (ADR 0040).
+    text: str = Field(max_length=MAX_MESSAGE_CHARS)
+    occurred_at: Instant
+
+    def to_domain(self) -> ChatEvent:
+        return ChatEvent(
+            event_id=self.event_id,
+            provider=self.provider,
+            channel_id=self.channel_id,
+            thread_id=self.thread_id,
+            sender=self.sender,
+            event_type=self.event_type,
+            decision=self.decision,
+            text=self.text,
+            occurred_at=self.occurred_at,
+        )
+
+
+class IngestBody(StrictBody):
+    events: list[ChatEventBody] = Field(min_length=1, max_length=MAX_EVENTS_PER_REQUEST)
+
+
+class SearchParams(QueryParams):
+    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    limit: QueryInt = Field(default=SEARCH_LIMIT_DEFAULT, ge=1, le=SEARCH_LIMIT_MAX)
+    provider: str | None = Field(default=None, pattern=PROVIDER_PATTERN)
+    channel_id: Name | None = None
+    since: Instant | None = None
+    until: Instant | None = None
+
+
+class SweepBody(StrictBody):
+    org_id: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
+
+
+class FlagBody(StrictBody):
+    enabled: bool
+
+
+class EraseBody(StrictBody):
+    event_ids: list[str] | None = None
+    sender: str | None = None
+
+
+class RetentionBody(StrictBody):
+    days: int = Field(ge=RETENTION_DAYS_MIN, le=RETENTION_DAYS_MAX)
