@@ -114,6 +114,9 @@ class AccessControl:
                 scope, receive, send, 401, "unauthenticated", "unknown or revoked API key"
             )
             return
+        # Known from here on, so the access line of a 403 or 429 names the key too (the
+        # handler below reads it from the same place).
+        scope.setdefault("state", {})["api_key"] = key
         denied = _denied(rule, key, params, scope, route)
         if denied is not None:
             await _refuse(scope, receive, send, 403, "forbidden", denied)
@@ -132,7 +135,6 @@ class AccessControl:
                     {"Retry-After": retry_after_header(wait)},
                 )
                 return
-        scope.setdefault("state", {})["api_key"] = key
         await self.app(scope, receive, send)
 
     def _match(self, scope: Scope) -> tuple[BaseRoute | None, dict[str, object]]:
