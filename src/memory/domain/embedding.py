@@ -60,9 +60,25 @@ class ModelIdentity:
         if self.dimensions <= 0:
             raise ValueError("model dimensions must be positive")
 
+    @property
+    def base_name(self) -> str:
+        """The model itself, whoever serves it: `openai:intfloat/multilingual-e5-small` and
+        `local:multilingual-e5-small` are both `multilingual-e5-small` (the provider, the
+        owner, an Ollama tag and `@dims` say how it is served and cut, not what it is)."""
+        served_as = self.id.split(":", 1)[-1].rsplit("@", 1)[0]
+        return base_model_name(served_as)
+
     def check(self, vector: EmbeddingVector) -> EmbeddingVector:
         if vector.dimensions != self.dimensions:
             raise ValueError(
                 f"model {self.id} returned {vector.dimensions} dims, expected {self.dimensions}"
             )
         return vector
+
+
+def base_model_name(model_name: str) -> str:
+    """A model name as servers spell it, without owner and tag, in lower case:
+    `intfloat/multilingual-e5-small` -> `multilingual-e5-small`;
+    `embeddinggemma:300m` -> `embeddinggemma`."""
+    name = model_name.strip().lower().rsplit("/", 1)[-1]
+    return name.split(":", 1)[0]

@@ -83,7 +83,8 @@ class Settings(BaseSettings):
     # the local model takes ~7 s for 20,000 characters on two cores (ADR 0043).
     policy_max_content_chars: int = Field(default=20_000, ge=1)
     # Default similarity threshold for policy search when a request omits one; unset = the
-    # active model's default (0.75, or 0.80 for the local e5 model; see docs/policy.md).
+    # active model's default (0.75, or 0.80 for multilingual-e5-small however it is served;
+    # see docs/policy.md).
     policy_similarity_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     # "hnsw" (approximate, the HNSW index) or "exact" (full scan of the model's rows).
     policy_search_mode: Literal["hnsw", "exact"] = "hnsw"

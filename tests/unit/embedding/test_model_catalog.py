@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memory.domain.embedding import base_model_name
 from memory.infrastructure.embedding.model_catalog import (
     DEFAULT_MAX_INPUT_TOKENS,
     E5_DOCUMENT_PROMPT,
@@ -11,7 +12,6 @@ from memory.infrastructure.embedding.model_catalog import (
     GEMMA_DOCUMENT_PROMPT,
     GEMMA_QUERY_PROMPT,
     KNOWN_FAMILIES,
-    base_name,
     find_family,
 )
 
@@ -89,5 +89,5 @@ def test_family_names_are_unique_and_the_default_limit_is_e5s() -> None:
 
 
 def test_base_name_drops_owner_and_tag() -> None:
-    assert base_name(" Google/EmbeddingGemma-300m ") == "embeddinggemma-300m"
-    assert base_name("bge-m3:567m") == "bge-m3"
+    assert base_model_name(" Google/EmbeddingGemma-300m ") == "embeddinggemma-300m"
+    assert base_model_name("bge-m3:567m") == "bge-m3"

@@ -4,23 +4,46 @@ import math
 
 import pytest
 
+from memory.domain.embedding import ModelIdentity
 from memory.domain.errors import InvalidInput
-from memory.domain.policy.threshold import (
-    DEFAULT_SIMILARITY_THRESHOLD,
-    MODEL_DEFAULT_THRESHOLDS,
-    SimilarityThreshold,
+from memory.domain.policy.threshold import SimilarityThreshold
+
+
+def model(model_id: str, dimensions: int = 384) -> ModelIdentity:
+    return ModelIdentity(model_id, dimensions)
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    [
+        "local:multilingual-e5-small",
+        "openai:multilingual-e5-small",
+        "openai:intfloat/multilingual-e5-small",
+        "openai:Intfloat/Multilingual-E5-Small",
+        "ollama:jeffh/intfloat-multilingual-e5-small:f16",
+    ],
 )
+def test_e5_gets_its_stricter_default_whoever_serves_it(model_id: str) -> None:
+    assert SimilarityThreshold.default_for(model(model_id)).value == 0.80
 
 
-def test_default_is_075_and_stricter_for_e5() -> None:
-    assert DEFAULT_SIMILARITY_THRESHOLD == 0.75
-    assert MODEL_DEFAULT_THRESHOLDS == {"local:multilingual-e5-small": 0.80}
-    assert SimilarityThreshold.default_for("hash:384").value == 0.75
-    assert SimilarityThreshold.default_for("local:multilingual-e5-small").value == 0.80
+@pytest.mark.parametrize(
+    "model_id",
+    [
+        "hash:384",
+        "ollama:embeddinggemma@384",
+        "openai:bge-m3",
+        # Other models whose names merely contain e5's: their scores were never measured.
+        "openai:multilingual-e5-small-instruct",
+        "openai:multilingual-e5-large",
+    ],
+)
+def test_other_models_get_the_generic_default(model_id: str) -> None:
+    assert SimilarityThreshold.default_for(model(model_id)).value == 0.75
 
 
 def test_operator_override_wins_over_the_model_default() -> None:
-    assert SimilarityThreshold.default_for("local:multilingual-e5-small", 0.6).value == 0.6
+    assert SimilarityThreshold.default_for(model("local:multilingual-e5-small"), 0.6).value == 0.6
 
 
 @pytest.mark.parametrize("value", [0.0, 0.5, 1.0, 1])

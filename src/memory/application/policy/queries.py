@@ -72,9 +72,7 @@ class PolicyQueries:
         self._model = model
         self._cursors = cursors
         self._search_timeout = search_timeout
-        self._default_threshold = SimilarityThreshold.default_for(
-            model.identity.id, default_threshold
-        )
+        self._default_threshold = SimilarityThreshold.default_for(model.identity, default_threshold)
         self._clock = clock
         self._wall_clock = wall_clock
         self._max_future_skew = max_future_skew

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory.domain.embedding import base_model_name
+
 DEFAULT_MAX_INPUT_TOKENS = 512
 
 # Prompts the model cards prescribe. EmbeddingGemma's are its "retrieval" task prompts.
@@ -100,13 +102,6 @@ KNOWN_FAMILIES: tuple[ModelFamily, ...] = (
 )
 
 
-def base_name(model_name: str) -> str:
-    """`intfloat/multilingual-e5-small` -> `multilingual-e5-small`;
-    `embeddinggemma:300m` -> `embeddinggemma`."""
-    name = model_name.strip().lower().rsplit("/", 1)[-1]
-    return name.split(":", 1)[0]
-
-
 def find_family(model_name: str) -> ModelFamily | None:
-    base = base_name(model_name)
+    base = base_model_name(model_name)
     return next((family for family in KNOWN_FAMILIES if family.matches(base)), None)
