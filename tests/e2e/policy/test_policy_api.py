@@ -501,3 +501,36 @@ async def test_get_list_and_delete_over_http(policy_app: Any) -> None:
 
         again = await client.post("/v1/policies", json=POLICY)
         assert (again.status_code, again.json()["version"]) == (201, 3)
+
+
+async def test_a_search_or_listing_with_several_bad_fields_names_every_one(
+    policy_app: Any,
+) -> None:
+    async with policy_app() as client:
+        search = await client.post(
+            "/v1/policies/search",
+            json={
+                "query": "   ",
+                "similarity_threshold": 1.5,
+                "limit": 0,
+                "offset": 20_000,
+                "filter": {"source": "", "tags": {"any": [1]}, "timestamp": {"gte": "soon"}},
+            },
+        )
+        named = {
+            "query",
+            "similarity_threshold",
+            "limit",
+            "offset",
+            "filter.tags.any.0",
+            "filter.timestamp.gte",
+        }
+        assert fields_of(search) == named
+        assert all(f"{field}: " in error_of(search)["message"] for field in named)
+
+        future = (datetime.now(UTC) + timedelta(days=2)).isoformat()
+        listing = await client.get(
+            "/v1/policies",
+            params={"limit": "0", "source": " ", "tag": "", "updated_since": future, "cursor": ""},
+        )
+        assert fields_of(listing) == {"limit", "source", "tag", "updated_since", "cursor"}

@@ -87,3 +87,36 @@ def test_canonical_form_ignores_tag_order() -> None:
     b = SearchFilter.parse({"metadata": {"y": 2, "x": 1}, "tags": {"any": ["a", "b"]}})
     assert a.canonical() == b.canonical()
     assert a.canonical() != SearchFilter.parse({"tags": {"all": ["a", "b"]}}).canonical()
+
+
+def fields(error: InvalidInput) -> list[str]:
+    return [f["field"] for f in error.details["fields"]]
+
+
+def test_every_failing_field_of_a_filter_is_reported_not_only_the_first() -> None:
+    with pytest.raises(InvalidInput) as err:
+        SearchFilter.parse(
+            {
+                "colour": "red",
+                "source": 7,
+                "title": "x" * 501,
+                "tags": {"any": ["ok", 3, None]},
+                "metadata": {"dept": ["a"], "level": float("nan"), "fine": 1},
+                "timestamp": {"gte": "yesterday", "lt": "2026-01-01T00:00:00", "after": "x"},
+            }
+        )
+    assert fields(err.value) == [
+        "filter.colour",
+        "filter.source",
+        "filter.title",
+        "filter.tags.any.1",
+        "filter.tags.any.2",
+        "filter.metadata.dept",
+        "filter.metadata.level",
+        "filter.timestamp.after",
+        "filter.timestamp.gte",
+        "filter.timestamp.lt",
+    ]
+    assert err.value.field == "filter.colour"
+    assert "filter.source: must be a string" in err.value.message
+    assert "filter.timestamp.lt: must include a time zone" in err.value.message

@@ -43,3 +43,15 @@ def test_offset_bounds() -> None:
         with pytest.raises(InvalidInput) as err:
             PageRequest.parse(offset=bad)
         assert err.value.field == "offset"
+
+
+def test_every_failing_page_field_is_reported() -> None:
+    with pytest.raises(InvalidInput) as err:
+        PageRequest.parse(limit=0, offset=10_001, cursor="", max_results=0)
+    assert [f["field"] for f in err.value.details["fields"]] == [
+        "limit",
+        "cursor",
+        "offset",
+        "cursor",
+        "max_results",
+    ]

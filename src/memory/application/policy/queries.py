@@ -13,7 +13,7 @@ from memory.application.embedding import EmbeddingModel
 from memory.application.policy.deadline import Clock, Deadline
 from memory.application.policy.ports import PolicyEventLog, PolicyReadModel
 from memory.domain.embedding import EmbeddingVector
-from memory.domain.errors import InvalidInput, NotFound
+from memory.domain.errors import FieldChecks, InvalidInput, NotFound
 from memory.domain.policy.cursor import CursorCodec, SearchCursor
 from memory.domain.policy.dimensionality import FixedDimensionality
 from memory.domain.policy.embedding_ref import embedding_ref_for, parse_embedding_ref
@@ -98,20 +98,30 @@ class PolicyQueries:
         deadline: Deadline | None = None,
     ) -> SearchAnswer:
         budget = deadline or self.deadline()
-        request = SearchRequest(
-            query=parse_query_text(query),
-            threshold=(
+        # Every field is checked before any is refused: one 422 names them all.
+        checks = FieldChecks()
+        text = checks.run(lambda: parse_query_text(query))
+        threshold = checks.run(
+            lambda: (
                 self._default_threshold
                 if similarity_threshold is None
                 else SimilarityThreshold.parse(similarity_threshold)
-            ),
-            page=PageRequest.parse(
-                limit=limit, offset=offset, cursor=cursor, max_results=max_results
-            ),
-            filter=SearchFilter.parse(
-                filter, accepted=AcceptedTimeRange(self._wall_clock(), self._max_future_skew)
-            ),
+            )
         )
+        page = checks.run(
+            lambda: PageRequest.parse(
+                limit=limit, offset=offset, cursor=cursor, max_results=max_results
+            )
+        )
+        search_filter = checks.run(
+            lambda: SearchFilter.parse(
+                filter, accepted=AcceptedTimeRange(self._wall_clock(), self._max_future_skew)
+            )
+        )
+        checks.raise_any()
+        assert text is not None and threshold is not None
+        assert page is not None and search_filter is not None
+        request = SearchRequest(query=text, threshold=threshold, page=page, filter=search_filter)
         fingerprint = request.fingerprint(self._model.identity.id)
         after = (
             None
@@ -198,14 +208,13 @@ class PolicyQueries:
         not listed (it is not searchable either); `get` still finds it."""
         request = ListRequest.parse(
             limit=limit,
+            cursor=cursor,
             source=source,
             tag=tag,
             updated_since=updated_since,
             accepted=AcceptedTimeRange(self._wall_clock(), self._max_future_skew),
         )
         fingerprint = request.fingerprint(self._model.identity.id)
-        if cursor is not None and not cursor:
-            raise InvalidInput("cursor", "must not be empty")
         after = (
             None
             if cursor is None

@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
-from memory.domain.errors import InvalidInput
+from memory.domain.errors import FieldChecks, InvalidInput
 from memory.domain.time_range import AcceptedTimeRange
 
 FILTER_KEYS = ("source", "title", "tags", "metadata", "timestamp")
@@ -69,18 +70,19 @@ class SearchFilter:
             return cls()
         if not isinstance(data, dict):
             raise InvalidInput(field, "must be a JSON object")
-        unknown = sorted(set(data) - set(FILTER_KEYS))
-        if unknown:
-            raise InvalidInput(
-                f"{field}.{unknown[0]}",
-                f"unknown filter; known: {', '.join(FILTER_KEYS)}",
-            )
+        checks = FieldChecks()
+        for key in sorted(set(data) - set(FILTER_KEYS)):
+            checks.fail(f"{field}.{key}", f"unknown filter; known: {', '.join(FILTER_KEYS)}")
+        source = checks.run(lambda: _text(data.get("source"), f"{field}.source"))
+        title = checks.run(lambda: _text(data.get("title"), f"{field}.title"))
+        tags = checks.run(lambda: _tags(data.get("tags"), f"{field}.tags"))
+        metadata = checks.run(lambda: _metadata(data.get("metadata"), f"{field}.metadata"))
+        timestamp = checks.run(
+            lambda: _time_range(data.get("timestamp"), f"{field}.timestamp", accepted)
+        )
+        checks.raise_any()
         return cls(
-            source=_text(data.get("source"), f"{field}.source"),
-            title=_text(data.get("title"), f"{field}.title"),
-            tags=_tags(data.get("tags"), f"{field}.tags"),
-            metadata=_metadata(data.get("metadata"), f"{field}.metadata"),
-            timestamp=_time_range(data.get("timestamp"), f"{field}.timestamp", accepted),
+            source=source, title=title, tags=tags, metadata=metadata or {}, timestamp=timestamp
         )
 
     def canonical(self) -> str:
@@ -121,10 +123,16 @@ def _tags(value: Any, field: str) -> TagMatch | None:
         raise InvalidInput(f"{field}.{mode}", "must be a non-empty list of strings")
     if len(tags) > MAX_FILTER_TAGS:
         raise InvalidInput(f"{field}.{mode}", f"must have at most {MAX_FILTER_TAGS} tags")
-    checked = tuple(_text(tag, f"{field}.{mode}.{i}") for i, tag in enumerate(tags))
-    if any(tag is None for tag in checked):
-        raise InvalidInput(f"{field}.{mode}", "tags must be strings")
-    return TagMatch(TagMode(mode), tuple(t for t in checked if t is not None))
+    checks = FieldChecks()
+    checked: list[str] = []
+    for i, tag in enumerate(tags):
+        path = f"{field}.{mode}.{i}"
+        if tag is None:  # `_text` lets None through (an absent filter); a tag must be there
+            checks.fail(path, "must be a string")
+        elif (text := checks.run(partial(_text, tag, path))) is not None:
+            checked.append(text)
+    checks.raise_any()
+    return TagMatch(TagMode(mode), tuple(checked))
 
 
 def _metadata(value: Any, field: str) -> dict[str, Scalar]:
@@ -134,21 +142,30 @@ def _metadata(value: Any, field: str) -> dict[str, Scalar]:
         raise InvalidInput(field, "must be a non-empty object of key: value pairs")
     if len(value) > MAX_FILTER_METADATA_KEYS:
         raise InvalidInput(field, f"must have at most {MAX_FILTER_METADATA_KEYS} keys")
+    checks = FieldChecks()
     out: dict[str, Scalar] = {}
     for key, item in value.items():
-        path = f"{field}.{key}"
-        if not key or "\x00" in key:
-            raise InvalidInput(path, "keys must be non-empty and free of NUL")
-        if isinstance(item, dict | list):
-            raise InvalidInput(path, "must be a string, number, boolean or null (equality)")
-        if isinstance(item, float) and not math.isfinite(item):
-            raise InvalidInput(path, "numbers must be finite")
-        if isinstance(item, str) and "\x00" in item:
-            raise InvalidInput(path, "must not contain NUL characters")
-        if item is not None and not isinstance(item, str | int | float | bool):
-            raise InvalidInput(path, "must be a string, number, boolean or null")
-        out[key] = item
+        reason = _metadata_value_problem(key, item)
+        if reason is None:
+            out[key] = item
+        else:
+            checks.fail(f"{field}.{key}", reason)
+    checks.raise_any()
     return out
+
+
+def _metadata_value_problem(key: str, item: Any) -> str | None:
+    if not key or "\x00" in key:
+        return "keys must be non-empty and free of NUL"
+    if isinstance(item, dict | list):
+        return "must be a string, number, boolean or null (equality)"
+    if isinstance(item, float) and not math.isfinite(item):
+        return "numbers must be finite"
+    if isinstance(item, str) and "\x00" in item:
+        return "must not contain NUL characters"
+    if item is not None and not isinstance(item, str | int | float | bool):
+        return "must be a string, number, boolean or null"
+    return None
 
 
 def _time_range(value: Any, field: str, accepted: AcceptedTimeRange | None) -> TimeRange | None:
@@ -156,16 +173,17 @@ def _time_range(value: Any, field: str, accepted: AcceptedTimeRange | None) -> T
         return None
     if not isinstance(value, dict) or not value:
         raise InvalidInput(field, f"must be an object with any of {', '.join(TIME_BOUNDS)}")
-    unknown = sorted(set(value) - set(TIME_BOUNDS))
-    if unknown:
-        raise InvalidInput(
-            f"{field}.{unknown[0]}", f"unknown bound; known: {', '.join(TIME_BOUNDS)}"
-        )
+    checks = FieldChecks()
+    for key in sorted(set(value) - set(TIME_BOUNDS)):
+        checks.fail(f"{field}.{key}", f"unknown bound; known: {', '.join(TIME_BOUNDS)}")
     bounds: dict[str, datetime] = {}
     for key, text in value.items():
-        bounds[key] = _instant(text, f"{field}.{key}")
-        if accepted is not None:
-            accepted.check(bounds[key], f"{field}.{key}")
+        if key not in TIME_BOUNDS:
+            continue
+        instant = checks.run(partial(_bound, text, f"{field}.{key}", accepted))
+        if instant is not None:
+            bounds[key] = instant
+    checks.raise_any()
     if "gte" in bounds and "gt" in bounds:
         raise InvalidInput(field, "give gte or gt, not both")
     if "lte" in bounds and "lt" in bounds:
@@ -175,6 +193,11 @@ def _time_range(value: Any, field: str, accepted: AcceptedTimeRange | None) -> T
     if lower is not None and upper is not None and lower > upper:
         raise InvalidInput(field, "lower bound is after upper bound")
     return TimeRange(**bounds)
+
+
+def _bound(text: Any, field: str, accepted: AcceptedTimeRange | None) -> datetime:
+    instant = _instant(text, field)
+    return instant if accepted is None else accepted.check(instant, field)
 
 
 def _instant(text: Any, field: str) -> datetime:

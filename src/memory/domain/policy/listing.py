@@ -14,9 +14,10 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from uuid import UUID
 
-from memory.domain.errors import InvalidInput
+from memory.domain.errors import FieldChecks, InvalidInput
 from memory.domain.policy.cursor import SearchCursor
 from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.pagination import DEFAULT_LIMIT, MAX_LIMIT
@@ -77,19 +78,24 @@ class ListRequest:
         cls,
         *,
         limit: int | None,
+        cursor: str | None = None,
         source: str | None,
         tag: str | None,
         updated_since: datetime | None,
         accepted: AcceptedTimeRange,
     ) -> ListRequest:
+        checks = FieldChecks()
         size = DEFAULT_LIMIT if limit is None else limit
         if not 1 <= size <= MAX_LIMIT:
-            raise InvalidInput("limit", f"must be between 1 and {MAX_LIMIT}, got {size}")
+            checks.fail("limit", f"must be between 1 and {MAX_LIMIT}, got {size}")
         for field, value in (("source", source), ("tag", tag)):
             if value is not None and not value.strip():
-                raise InvalidInput(field, "must not be empty")
+                checks.fail(field, "must not be empty")
         if updated_since is not None:
-            accepted.check(updated_since, "updated_since")
+            checks.run(partial(accepted.check, updated_since, "updated_since"))
+        if cursor is not None and not cursor:
+            checks.fail("cursor", "must not be empty")
+        checks.raise_any()
         return cls(size, source, tag, updated_since)
 
     def fingerprint(self, model_id: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memory.domain.errors import InvalidInput
+from memory.domain.errors import FieldChecks
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -32,23 +32,23 @@ class PageRequest:
         cursor: str | None = None,
         max_results: int | None = None,
     ) -> PageRequest:
+        checks = FieldChecks()
         size = DEFAULT_LIMIT if limit is None else limit
         if not 1 <= size <= MAX_LIMIT:
-            raise InvalidInput("limit", f"must be between 1 and {MAX_LIMIT}, got {size}")
+            checks.fail("limit", f"must be between 1 and {MAX_LIMIT}, got {size}")
         if offset is not None and cursor is not None:
-            raise InvalidInput("cursor", "give either offset or cursor, not both")
+            checks.fail("cursor", "give either offset or cursor, not both")
         start = 0 if offset is None else offset
         if not 0 <= start <= MAX_OFFSET:
-            raise InvalidInput(
+            checks.fail(
                 "offset",
                 f"must be between 0 and {MAX_OFFSET}, got {start}; page further with the cursor",
             )
         if cursor is not None and not cursor:
-            raise InvalidInput("cursor", "must not be empty")
-        if max_results is not None and not 1 <= max_results <= size:
-            raise InvalidInput(
-                "max_results", f"must be between 1 and limit ({size}), got {max_results}"
-            )
+            checks.fail("cursor", "must not be empty")
+        if max_results is not None and not 1 <= max_results <= min(size, MAX_LIMIT):
+            checks.fail("max_results", f"must be between 1 and limit ({size}), got {max_results}")
+        checks.raise_any()
         return cls(size, start, cursor, max_results)
 
     @property
