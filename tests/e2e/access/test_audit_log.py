@@ -173,3 +173,42 @@ async def test_a_change_that_fails_after_writing_records_nothing(
         entries = (await client.get("/v1/audit")).json()["entries"]
     assert retention["days"] == 30 and flags["set"] is False
     assert entries == []
+
+
+async def test_erasures_and_a_policy_deletion_are_listed_with_the_key_that_made_them(
+    full_app: FullApp,
+) -> None:
+    async with full_app() as running:
+        admin = running.admin
+        secret = await running.new_key("eraser", "acme", "admin", "policies:write")
+        async with running.client(secret) as eraser:
+            await admin.post("/v1/orgs/acme/chat-events", json={"events": [_event()]})
+            erased = await eraser.request(
+                "DELETE", "/v1/orgs/acme/chat-events", json={"sender": "u1"}
+            )
+            assert erased.json() == {"events_deleted": 1, "windows_deleted": 0}
+            stored = await eraser.post(
+                "/v1/policies", json={"policy_id": "p1", "content": "Keep receipts."}
+            )
+            assert stored.status_code == 201, stored.text
+            assert (await eraser.delete("/v1/policies/p1")).status_code == 204
+        assert (await admin.delete("/v1/orgs/globex")).status_code == 200
+
+        entries = (await admin.get("/v1/audit")).json()["entries"]
+        org, policy, history = entries[:3]
+        assert (org["action"], org["org_id"], org["actor"]["key_id"]) == (
+            "org.erased",
+            "globex",
+            "admin-token",
+        )
+        assert (policy["action"], policy["target"], policy["actor"]["name"]) == (
+            "policy.deleted",
+            "p1",
+            "eraser",
+        )
+        assert (history["action"], history["org_id"], history["actor"]["name"]) == (
+            "history.erased",
+            "acme",
+            "eraser",
+        )
+        assert history["after"]["by"] == "sender" and "u1" not in str(history)

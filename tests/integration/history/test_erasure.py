@@ -3,16 +3,20 @@ guarantees (one transaction; a sweep embedding meanwhile writes nothing erased).
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 
 import pytest
 from tests.fakes import TEST_ACTOR
 
+from memory.application.audit.ports import AuditEntry, AuditQuery
 from memory.domain.errors import InvalidInput
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
 from memory.domain.history.partition import Partition
 from memory.entrypoints.history_runtime import HistoryRuntime
+from memory.infrastructure.audit.audit_log import PostgresAuditTrail
+from memory.infrastructure.postgres.database import Database
 
 
 def two_conversations(runtime: HistoryRuntime, kit, org: str = "acme") -> None:
@@ -35,7 +39,9 @@ def test_erasing_event_ids_removes_them_and_every_window_covering_one(make_runti
     runtime.service.sweep(trigger="t")
     assert len(kit.rows()) == 4
 
-    report = runtime.service.erase_events("acme", event_ids=["a1", "a1", "missing"])
+    report = runtime.service.erase_events(
+        "acme", event_ids=["a1", "a1", "missing"], actor=TEST_ACTOR
+    )
     assert (report.events_deleted, report.windows_deleted) == (1, 1)
     remaining = kit.scalar(
         "SELECT array_agg(event_id ORDER BY event_id) FROM dw_chat_events WHERE org_id = 'acme'"
@@ -54,11 +60,11 @@ def test_erasing_a_sender_removes_their_events_and_the_windows_covering_them(
     two_conversations(runtime, kit)
     runtime.service.sweep(trigger="t")
 
-    report = runtime.service.erase_events("acme", sender="bob")
+    report = runtime.service.erase_events("acme", sender="bob", actor=TEST_ACTOR)
     assert (report.events_deleted, report.windows_deleted) == (2, 2)
     assert kit.scalar("SELECT count(*) FROM dw_chat_events WHERE sender = 'bob'") == 0
     assert kit.rows() == []
-    assert runtime.service.erase_events("acme", sender="bob").events_deleted == 0
+    assert runtime.service.erase_events("acme", sender="bob", actor=TEST_ACTOR).events_deleted == 0
 
 
 @pytest.mark.parametrize(
@@ -77,7 +83,7 @@ def test_an_erasure_request_that_breaks_a_rule_erases_nothing(
     runtime: HistoryRuntime = make_runtime()
     two_conversations(runtime, kit)
     with pytest.raises(InvalidInput) as err:
-        runtime.service.erase_events("acme", **kwargs)
+        runtime.service.erase_events("acme", **kwargs, actor=TEST_ACTOR)
     assert err.value.field == field
     assert kit.scalar("SELECT count(*) FROM dw_chat_events") == 4
 
@@ -91,7 +97,9 @@ def test_a_window_embedded_during_an_erasure_is_not_written(make_runtime, kit) -
     sweeping = threading.Thread(target=lambda: runtime.service.sweep(trigger="t"))
     sweeping.start()
     assert edge.entered.wait(10)  # type: ignore[attr-defined]
-    report = runtime.service.erase_events("acme", event_ids=["a2"])  # while its window is embedded
+    report = runtime.service.erase_events(
+        "acme", event_ids=["a2"], actor=TEST_ACTOR
+    )  # while its window is embedded
     assert (report.events_deleted, report.windows_deleted) == (1, 0)
     edge.gate.set()  # type: ignore[attr-defined]
     sweeping.join(20)
@@ -108,7 +116,7 @@ def test_erasing_an_org_removes_everything_and_closes_its_watermarks(make_runtim
     runtime.service.set_retention("acme", 90, actor=TEST_ACTOR)
     runtime.service.sweep(trigger="t")
 
-    report = runtime.service.erase_org("acme")
+    report = runtime.service.erase_org("acme", actor=TEST_ACTOR)
     assert (report.events_deleted, report.windows_deleted, report.partitions_deleted) == (4, 2, 1)
     assert (report.watermarks_closed, report.flags_deleted, report.retention_deleted) == (
         1,
@@ -125,7 +133,9 @@ def test_erasing_an_org_removes_everything_and_closes_its_watermarks(make_runtim
 
     runtime.service.sweep(trigger="t")  # a later sweep recreates nothing
     assert kit.scalar("SELECT count(*) FROM dw_message_embeddings WHERE org_id = 'acme'") == 0
-    assert runtime.service.erase_org("acme").watermarks_closed == 0  # already closed
+    assert (
+        runtime.service.erase_org("acme", actor=TEST_ACTOR).watermarks_closed == 0
+    )  # already closed
 
     two_conversations(runtime, kit)  # the org starts again from nothing
     runtime.service.sweep(trigger="t")
@@ -141,7 +151,7 @@ def test_a_sweep_in_flight_when_its_org_is_erased_writes_nothing(make_runtime, k
     sweeping = threading.Thread(target=lambda: runtime.service.sweep(trigger="t"))
     sweeping.start()
     assert edge.entered.wait(10)  # type: ignore[attr-defined]
-    erasing = threading.Thread(target=lambda: runtime.service.erase_org("acme"))
+    erasing = threading.Thread(target=lambda: runtime.service.erase_org("acme", actor=TEST_ACTOR))
     erasing.start()
     deadline = time.monotonic() + 10
     while kit.scalar("SELECT count(*) FROM dw_chat_events") and time.monotonic() < deadline:
@@ -152,3 +162,102 @@ def test_a_sweep_in_flight_when_its_org_is_erased_writes_nothing(make_runtime, k
     assert kit.rows() == []
     watermark = runtime.watermarks.find(Partition("acme", "slack", "C1"), runtime.service.model_id)
     assert watermark is not None and watermark.closed  # closed after the sweep's last advance
+
+
+def audit_entries(database: Database) -> list[AuditEntry]:
+    return PostgresAuditTrail(database).entries(AuditQuery()).entries
+
+
+def audit_text(database: Database) -> str:
+    with database.connection() as conn:
+        return str(conn.execute("SELECT state FROM auditlog_events").fetchall())
+
+
+def test_erasures_are_audited_with_ids_or_a_sender_digest_and_counts_never_text(
+    make_runtime, kit, database: Database
+) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    two_conversations(runtime, kit)
+    two_conversations(runtime, kit, "globex")
+    runtime.service.sweep(trigger="t")
+
+    runtime.service.erase_events("acme", event_ids=["a1", "missing", "a1"], actor=TEST_ACTOR)
+    runtime.service.erase_events("acme", sender="bob", actor=TEST_ACTOR)
+    runtime.service.erase_org("globex", actor=TEST_ACTOR)
+
+    org, by_sender, by_ids = audit_entries(database)[:3]
+    assert (by_ids.action, by_ids.actor, by_ids.org_id, by_ids.target) == (
+        "history.erased",
+        TEST_ACTOR,
+        "acme",
+        "acme",
+    )
+    assert by_ids.after == {
+        "by": "event_ids",
+        "event_ids": ["a1", "missing"],
+        "events_deleted": 1,
+        "windows_deleted": 1,
+    }
+    assert by_sender.after == {
+        "by": "sender",
+        "sender_sha256": hashlib.sha256(b"acme\x00bob").hexdigest(),
+        "events_deleted": 2,
+        "windows_deleted": 1,
+    }
+    assert (org.action, org.org_id, org.target) == ("org.erased", "globex", "globex")
+    assert org.after == {
+        "events_deleted": 4,
+        "windows_deleted": 2,
+        "partitions_deleted": 1,
+        "flags_deleted": 0,
+        "retention_deleted": False,
+    }
+    recorded = audit_text(database)
+    for text in ("bob", "printer", "password", "email"):
+        assert text not in recorded and text.encode().hex() not in recorded
+
+
+class Injected(Exception):
+    pass
+
+
+@pytest.mark.parametrize(
+    "erase",
+    [
+        lambda s: s.erase_events("acme", event_ids=["a1", "b1"], actor=TEST_ACTOR),
+        lambda s: s.erase_events("acme", sender="bob", actor=TEST_ACTOR),
+        lambda s: s.erase_org("acme", actor=TEST_ACTOR),
+    ],
+    ids=["event_ids", "sender", "org"],
+)
+def test_an_erasure_whose_record_fails_erases_nothing(
+    make_runtime, kit, database: Database, monkeypatch: pytest.MonkeyPatch, erase
+) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    two_conversations(runtime, kit)
+    runtime.service.sweep(trigger="t")
+    before = len(audit_entries(database))
+
+    def fail(*args: object) -> None:
+        raise Injected
+
+    monkeypatch.setattr(PostgresAuditTrail, "_append", fail)
+    with pytest.raises(Injected):
+        erase(runtime.service)
+    monkeypatch.undo()
+    assert kit.scalar("SELECT count(*) FROM dw_chat_events WHERE org_id = 'acme'") == 4
+    assert len(kit.rows()) == 2
+    assert kit.scalar("SELECT count(*) FROM dw_chat_partitions WHERE org_id = 'acme'") == 1
+    assert len(audit_entries(database)) == before
+    watermark = runtime.watermarks.find(Partition("acme", "slack", "C1"), runtime.service.model_id)
+    assert watermark is not None and not watermark.closed
+
+
+def test_a_refused_erasure_records_nothing(make_runtime, kit, database: Database) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    before = len(audit_entries(database))
+    with pytest.raises(InvalidInput):
+        runtime.service.erase_events("acme", sender="  ", actor=TEST_ACTOR)
+    assert len(audit_entries(database)) == before

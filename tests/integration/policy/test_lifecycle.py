@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from tests.fakes import TEST_ACTOR
 
 from memory.application.policy.commands import NewPolicy
 from memory.domain.errors import InvalidInput, NotFound
@@ -56,7 +57,7 @@ def test_a_deleted_policy_leaves_search_get_and_every_models_rows(
     reembed(policy_db, test_model(OTHER), runtime.log)
     assert "gone" in read_rows(OTHER)
 
-    assert service.delete("gone") is True
+    assert service.delete("gone", actor=TEST_ACTOR) is True
 
     assert "gone" not in read_rows("hash:384")
     assert "gone" not in read_rows(OTHER)  # the idle model's rows too
@@ -70,11 +71,11 @@ def test_a_deleted_policy_leaves_search_get_and_every_models_rows(
     history = service.versions("gone")
     assert [(v.version, v.change.value) for v in history] == [(1, "stored"), (2, "deleted")]
     with pytest.raises(NotFound):
-        service.delete("gone")
+        service.delete("gone", actor=TEST_ACTOR)
     with pytest.raises(NotFound):
         service.update("gone", "new text")
     with pytest.raises(NotFound):
-        service.delete("never-stored")
+        service.delete("never-stored", actor=TEST_ACTOR)
 
 
 def test_storing_a_deleted_id_again_continues_its_versions_as_a_new_history(
@@ -84,7 +85,7 @@ def test_storing_a_deleted_id_again_continues_its_versions_as_a_new_history(
     start_projector(runtime)
     service = runtime.service
     first = service.store("p", "travel needs approval", {"tags": ["old"]})
-    service.delete("p")
+    service.delete("p", actor=TEST_ACTOR)
     again = service.store("p", "travel needs no approval", {"tags": ["new"]})
     assert again.version == 3
     assert again.embedding_ref == first.embedding_ref
@@ -113,9 +114,9 @@ def test_replays_after_a_deletion_never_bring_the_policy_back(
     service = runtime.service
     service.store_many([NewPolicy(f"p{i}", f"policy number {i}") for i in range(3)])
     service.update("p1", "policy number one, reworded")
-    service.delete("p1")
+    service.delete("p1", actor=TEST_ACTOR)
     service.store("p2-again", "unrelated")
-    service.delete("p2")
+    service.delete("p2", actor=TEST_ACTOR)
     service.store("p2", "policy two returns")
 
     other = test_model(OTHER)

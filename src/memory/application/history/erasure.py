@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from memory.application.audit.ports import AuditTrail
 from memory.application.history.ports import PartitionLockFactory, WatermarkRepository
+from memory.domain.audit.admin_action import Action, Actor, AuditedChange, sender_digest
 from memory.domain.errors import InvalidInput
 from memory.domain.history.partition import Partition
 
@@ -73,11 +75,13 @@ class EraseHistory:
         watermarks: WatermarkRepository,
         locks: PartitionLockFactory,
         *,
+        audit: AuditTrail,
         active_model: str,
     ) -> None:
         self._store = store
         self._watermarks = watermarks
         self._locks = locks
+        self._audit = audit
         self._active_model = active_model
 
     def events(
@@ -86,8 +90,10 @@ class EraseHistory:
         *,
         event_ids: Sequence[str] | None = None,
         sender: str | None = None,
+        actor: Actor,
     ) -> ErasureReport:
-        """Exactly one of `event_ids` (1 to MAX_ERASE_EVENT_IDS ids) and `sender`."""
+        """Exactly one of `event_ids` (1 to MAX_ERASE_EVENT_IDS ids) and `sender`. Checked
+        before anything changes: a refused request records nothing."""
         if (event_ids is None) == (sender is None):
             raise InvalidInput("body", "give either event_ids or sender, not both or neither")
         if sender is not None:
@@ -95,7 +101,17 @@ class EraseHistory:
                 raise InvalidInput("sender", "must not be blank")
             if len(sender) > MAX_SENDER_CHARS:
                 raise InvalidInput("sender", f"must be at most {MAX_SENDER_CHARS} characters")
-            return self._store.erase_sender(org_id, sender)
+            by_sender = sender
+
+            def erase_sender() -> tuple[ErasureReport, AuditedChange]:
+                report = self._store.erase_sender(org_id, by_sender)
+                return report, _erasure_change(
+                    org_id,
+                    {"by": "sender", "sender_sha256": sender_digest(org_id, by_sender)},
+                    report,
+                )
+
+            return self._audit.record(actor, Action.HISTORY_ERASED, erase_sender)
         assert event_ids is not None
         if not 1 <= len(event_ids) <= MAX_ERASE_EVENT_IDS:
             raise InvalidInput(
@@ -105,10 +121,34 @@ class EraseHistory:
         for i, event_id in enumerate(event_ids):
             if not event_id:
                 raise InvalidInput(f"event_ids.{i}", "must not be empty")
-        return self._store.erase_events(org_id, sorted(set(event_ids)))
+        ids = sorted(set(event_ids))
 
-    def org(self, org_id: str) -> OrgErasureReport:
-        erased = self._store.erase_org(org_id)
+        def erase_ids() -> tuple[ErasureReport, AuditedChange]:
+            report = self._store.erase_events(org_id, ids)
+            return report, _erasure_change(org_id, {"by": "event_ids", "event_ids": ids}, report)
+
+        return self._audit.record(actor, Action.HISTORY_ERASED, erase_ids)
+
+    def org(self, org_id: str, *, actor: Actor) -> OrgErasureReport:
+        def erase() -> tuple[ErasedOrg, AuditedChange]:
+            erased = self._store.erase_org(org_id)
+            return erased, AuditedChange(
+                target=org_id,
+                before=None,
+                after={
+                    "events_deleted": erased.events_deleted,
+                    "windows_deleted": erased.windows_deleted,
+                    "partitions_deleted": len(erased.partitions),
+                    "flags_deleted": erased.flags_deleted,
+                    "retention_deleted": erased.retention_deleted,
+                },
+                org_id=org_id,
+            )
+
+        # The rows and the record commit together; the watermark closes below are
+        # event-sourced in their own store, idempotent, and follow (as a model drop's
+        # resets do, docs/adr/0058).
+        erased = self._audit.record(actor, Action.ORG_ERASED, erase)
         closed = 0
         models = sorted({*erased.models, self._active_model})
         # Waiting for each partition's sweep lock lets a sweeper that is still on it finish
@@ -131,3 +171,16 @@ class EraseHistory:
             flags_deleted=erased.flags_deleted,
             retention_deleted=erased.retention_deleted,
         )
+
+
+def _erasure_change(org_id: str, how: dict[str, object], report: ErasureReport) -> AuditedChange:
+    return AuditedChange(
+        target=org_id,
+        before=None,
+        after={
+            **how,
+            "events_deleted": report.events_deleted,
+            "windows_deleted": report.windows_deleted,
+        },
+        org_id=org_id,
+    )

@@ -167,7 +167,11 @@ class HistoryService:
         )
 
         self._erase = EraseHistory(
-            ports.erasure, ports.watermarks, ports.locks, active_model=self._model_id
+            ports.erasure,
+            ports.watermarks,
+            ports.locks,
+            audit=audit,
+            active_model=self._model_id,
         )
 
     @property
@@ -203,18 +207,26 @@ class HistoryService:
         *,
         event_ids: Sequence[str] | None = None,
         sender: str | None = None,
+        actor: Actor,
     ) -> ErasureReport:
         """Erase events by id or by sender, and every window covering any of them, in one
-        transaction; a sweep embedding one of those windows meanwhile cannot write it."""
+        transaction; a sweep embedding one of those windows meanwhile cannot write it.
+        Recorded in the audit trail in that transaction (ids or a digest of the sender,
+        counts; never text)."""
         return self._observed.run(
             "erase_events",
-            lambda: self._erase.events(check_org_id(org_id), event_ids=event_ids, sender=sender),
+            lambda: self._erase.events(
+                check_org_id(org_id), event_ids=event_ids, sender=sender, actor=actor
+            ),
         )
 
-    def erase_org(self, org_id: str) -> OrgErasureReport:
-        """Erase the org's events, windows, partitions, flags and retention; close its sweep
-        watermarks so that no later sweep recreates anything."""
-        return self._observed.run("erase_org", lambda: self._erase.org(check_org_id(org_id)))
+    def erase_org(self, org_id: str, *, actor: Actor) -> OrgErasureReport:
+        """Erase the org's events, windows, partitions, flags and retention (recorded in the
+        audit trail in that transaction); close its sweep watermarks so that no later sweep
+        recreates anything."""
+        return self._observed.run(
+            "erase_org", lambda: self._erase.org(check_org_id(org_id), actor=actor)
+        )
 
     # The sweep --------------------------------------------------------------------------
 

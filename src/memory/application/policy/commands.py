@@ -43,6 +43,15 @@ class StoreReceipt:
 
 
 @dataclass(frozen=True)
+class Deletion:
+    """A recorded `Deleted` event: the policy, the version it made, its position in the log."""
+
+    policy_id: str
+    version: int
+    notification_id: int
+
+
+@dataclass(frozen=True)
 class NewPolicy:
     policy_id: str
     content: str
@@ -147,6 +156,11 @@ class PolicyCommands:
     def delete(self, policy_id: str) -> bool:
         """Record the deletion; its rows leave every model's read model. Returns whether the
         active model's read model reflected it within `projection_wait_timeout`."""
+        return self.await_projection(self.record_deletion(policy_id).notification_id)
+
+    def record_deletion(self, policy_id: str) -> Deletion:
+        """Record the `Deleted` event (in the caller's transaction when one is open, so its
+        audit record commits with it) without waiting for the projection."""
         pid = PolicyId.parse(policy_id)
         for attempt in range(1, UPDATE_ATTEMPTS + 1):
             aggregate = self._existing(pid, "nothing to delete")
@@ -156,11 +170,15 @@ class PolicyCommands:
             except RecordConflict:
                 log.info("policy %s changed concurrently (attempt %d)", pid, attempt)
                 continue
-            return self._waiter.wait(notification_id, self._wait_timeout)
+            return Deletion(str(pid), aggregate.version, notification_id)
         raise AlreadyExists(
             f"policy {pid} is being changed concurrently; retry",
             details={"policy_id": str(pid)},
         )
+
+    def await_projection(self, notification_id: int) -> bool:
+        """Whether the active model's read model reached `notification_id` in time."""
+        return self._waiter.wait(notification_id, self._wait_timeout)
 
     def _existing(self, pid: PolicyId, hint: str) -> PolicyEmbedding:
         aggregate = self._log.get(pid)

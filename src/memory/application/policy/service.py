@@ -13,7 +13,12 @@ from typing import Any
 
 from memory.application.audit.ports import AuditTrail
 from memory.application.observer import Observed, ServiceObserver
-from memory.application.policy.commands import NewPolicy, PolicyCommands, StoreReceipt
+from memory.application.policy.commands import (
+    Deletion,
+    NewPolicy,
+    PolicyCommands,
+    StoreReceipt,
+)
 from memory.application.policy.ports import (
     PolicyModelStore,
     ReembedProgress,
@@ -85,11 +90,25 @@ class PolicyService:
             "update", lambda: self._commands.update(policy_id, content, metadata)
         )
 
-    def delete(self, policy_id: str) -> bool:
+    def delete(self, policy_id: str, *, actor: Actor) -> bool:
         """Delete a policy (`NotFound` if unknown or deleted already): a `Deleted` event; its
         rows leave every model's read model. True once the active model's read model
-        reflects it. Storing the id again later starts a new history (docs/adr/0063)."""
-        return self._observed.run("delete", lambda: self._commands.delete(policy_id))
+        reflects it. Storing the id again later starts a new history (docs/adr/0063). The
+        event and its audit record commit in one transaction (docs/adr/0079)."""
+
+        def change() -> tuple[Deletion, AuditedChange]:
+            deletion = self._commands.record_deletion(policy_id)
+            return deletion, AuditedChange(
+                target=deletion.policy_id,
+                before={"version": deletion.version - 1},
+                after={"deleted": True, "version": deletion.version},
+            )
+
+        def run() -> bool:
+            deletion = self._audit.record(actor, Action.POLICY_DELETED, change)
+            return self._commands.await_projection(deletion.notification_id)
+
+        return self._observed.run("delete", run)
 
     # Queries ----------------------------------------------------------------------------
 

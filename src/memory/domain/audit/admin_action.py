@@ -9,6 +9,7 @@ model ids (docs/security.md, "What the audit log holds").
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from enum import StrEnum
@@ -27,6 +28,9 @@ class Action(StrEnum):
     KEY_REVOKED = "api_key.revoked"
     MODEL_DROPPED = "model.dropped"
     REEMBED_STARTED = "reembed.started"
+    HISTORY_ERASED = "history.erased"
+    ORG_ERASED = "org.erased"
+    POLICY_DELETED = "policy.deleted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,13 @@ class AuditedChange:
     before: Any
     after: Any
     org_id: str | None = None
+
+
+def sender_digest(org_id: str, sender: str) -> str:
+    """How an erasure by sender names the person in the audit log: SHA-256 of the org, a NUL
+    and the sender, in hex. It confirms a given person's erasure to whoever hashes the name
+    they were asked about, without the log naming anyone (docs/adr/0079)."""
+    return hashlib.sha256(f"{org_id}\x00{sender}".encode()).hexdigest()
 
 
 def _canonical(value: Any) -> str:

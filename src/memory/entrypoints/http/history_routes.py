@@ -192,8 +192,11 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
     async def erase_events(request: Request) -> Response:
         org_id = _org(request)
         body = await parse_body(request, EraseBody)
+        actor = _actor(request)
         report = await anyio.to_thread.run_sync(
-            lambda: service.erase_events(org_id, event_ids=body.event_ids, sender=body.sender)
+            lambda: service.erase_events(
+                org_id, event_ids=body.event_ids, sender=body.sender, actor=actor
+            )
         )
         return JSONResponse(
             {"events_deleted": report.events_deleted, "windows_deleted": report.windows_deleted}
@@ -201,7 +204,8 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
 
     async def erase_org(request: Request) -> Response:
         org_id = _org(request)
-        report = await anyio.to_thread.run_sync(service.erase_org, org_id)
+        actor = _actor(request)
+        report = await anyio.to_thread.run_sync(lambda: service.erase_org(org_id, actor=actor))
         return JSONResponse(
             {
                 "org_id": report.org_id,

@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from memory.application.access.service import actor_of
 from memory.application.errors import DeadlineExceeded
 from memory.application.policy.commands import StoreReceipt
 from memory.application.policy.queries import SearchAnswer
@@ -43,7 +44,7 @@ from memory.domain.policy.listing import StoredPolicy
 from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.search import PolicyDocument, SimilarityResult
 from memory.domain.policy.versions import PolicyVersion
-from memory.entrypoints.http.access import Access, AccessTable
+from memory.entrypoints.http.access import Access, AccessTable, api_key
 from memory.entrypoints.http.parsing import parse_body, parse_path, parse_query
 
 T = TypeVar("T")
@@ -84,7 +85,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
     async def get(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
         policy = await anyio.to_thread.run_sync(lambda: service.get(policy_id))
-        return JSONResponse(_policy_json(policy))
+        return JSONResponse(policy_json(policy))
 
     async def list_policies(request: Request) -> Response:
         listing = parse_query(request, PolicyListing)
@@ -98,12 +99,13 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
             )
         )
         return JSONResponse(
-            {"policies": [_policy_json(p) for p in page.policies], "next_cursor": page.next_cursor}
+            {"policies": [policy_json(p) for p in page.policies], "next_cursor": page.next_cursor}
         )
 
     async def delete(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
-        await anyio.to_thread.run_sync(lambda: service.delete(policy_id))
+        actor = actor_of(api_key(request.scope))
+        await anyio.to_thread.run_sync(lambda: service.delete(policy_id, actor=actor))
         return Response(status_code=204)
 
     async def versions(request: Request) -> Response:
@@ -203,7 +205,8 @@ def _version_json(version: PolicyVersion) -> dict[str, Any]:
     }
 
 
-def _policy_json(policy: StoredPolicy) -> dict[str, Any]:
+def policy_json(policy: StoredPolicy) -> dict[str, Any]:
+    """A stored policy as `GET /v1/policies/{policy_id}` and `memory policies get` show it."""
     return {
         "policy_id": policy.policy_id,
         "embedding_ref": str(policy.embedding_ref),

@@ -22,11 +22,11 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg import sql
 from psycopg.rows import DictRow
-from psycopg.types.composite import register_composite
 
 from memory.application.audit.ports import AuditEntry, AuditPage, AuditQuery
 from memory.domain.audit.admin_action import Action, Actor, AdminAction, AuditedChange
 from memory.infrastructure.postgres.database import Connection, Database
+from memory.infrastructure.postgres.event_append import EventAppender
 from memory.infrastructure.postgres.event_store import EventStoreConnection
 
 T = TypeVar("T")
@@ -52,9 +52,8 @@ class PostgresAuditTrail:
             app = AuditLogApplication(env=env)
         recorder = app.recorder
         assert isinstance(recorder, PostgresApplicationRecorder)
-        self._recorder = recorder
+        self._appender = EventAppender(recorder)
         self._mapper = app.mapper
-        self._type = recorder.datastore.psycopg_type_adapters[recorder.stored_event_type_name]
         recorder.datastore.close()
         self._events_table = sql.Identifier(recorder.events_table_name)
 
@@ -68,35 +67,12 @@ class PostgresAuditTrail:
 
     def _append(self, conn: Connection, entry: AdminAction) -> None:
         stored = [self._mapper.to_stored_event(e) for e in entry.collect_events()]
-        if conn.adapters.types.get(self._type.oid) is None:
-            register_composite(self._type, conn)
-        with conn.cursor() as curs:
-            # The recorder's own statements, in its order (the table lock keeps notification
-            # ids in commit order), but never prepared: the pool may be a transaction-pooling
-            # PgBouncer, where a prepared statement does not outlive the transaction.
-            for statement in self._recorder.lock_table_statements:
-                curs.execute(statement)
-            curs.execute(sql.SQL("NOTIFY {}").format(sql.Identifier(self._recorder.channel_name)))
-            rows = [
-                self._recorder.construct_pg_stored_event(
-                    e.originator_id, e.originator_version, e.topic, e.state
-                )
-                for e in stored
-            ]
-            curs.execute(self._recorder.insert_events_statement, (rows,))
-            inserted = curs.fetchall()
-            assert len(inserted) == 1
-            curs.execute(
-                "INSERT INTO audit_log (notification_id, originator_id, recorded_at, org_id,"
-                " action) VALUES (%s, %s, %s, %s, %s)",
-                (
-                    inserted[0]["notification_id"],
-                    entry.id,
-                    entry.created_on,
-                    entry.org_id,
-                    entry.action,
-                ),
-            )
+        (notification_id,) = self._appender.append(conn, stored)
+        conn.execute(
+            "INSERT INTO audit_log (notification_id, originator_id, recorded_at, org_id,"
+            " action) VALUES (%s, %s, %s, %s, %s)",
+            (notification_id, entry.id, entry.created_on, entry.org_id, entry.action),
+        )
 
     def entries(self, query: AuditQuery) -> AuditPage:
         conditions: list[sql.Composable] = [sql.SQL("TRUE")]

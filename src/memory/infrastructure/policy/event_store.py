@@ -3,6 +3,7 @@ configured from the service's database URL (`memory.infrastructure.postgres.even
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import cast
 from uuid import UUID
 
@@ -10,12 +11,14 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.utils import get_topic
+from psycopg.errors import UniqueViolation
 
 from memory.application.policy.ports import RecordConflict
 from memory.domain.policy.aggregate import PolicyEmbedding
 from memory.domain.policy.policy_id import PolicyId
 from memory.infrastructure.policy.event_recorder import PolicyEventRecorder
 from memory.infrastructure.postgres.database import DEFAULT_TIMEOUT_SECONDS, Database
+from memory.infrastructure.postgres.event_append import EventAppender
 from memory.infrastructure.postgres.event_store import EventStoreConnection
 
 # Events after which an earlier text is never searched again.
@@ -60,8 +63,15 @@ class EventSourcedPolicyLog:
     """`PolicyEventLog` and `PolicyLogOutlook` over the library's application. Creating it
     creates the event store's tables if they do not exist."""
 
-    def __init__(self, app: PolicyApplication) -> None:
+    def __init__(self, app: PolicyApplication, database: Database | None = None) -> None:
+        """With `database`, a save made while that database has a transaction open joins
+        it (how a deletion commits with its audit event, docs/adr/0079)."""
         self.app = app
+        self._joins: tuple[Database, EventAppender] | None = None
+        if database is not None:
+            recorder = app.recorder
+            assert isinstance(recorder, PostgresApplicationRecorder)
+            self._joins = (database, EventAppender(recorder))
 
     @classmethod
     def connect(
@@ -89,7 +99,10 @@ class EventSourcedPolicyLog:
     @classmethod
     def for_database(cls, database: Database) -> EventSourcedPolicyLog:
         """The log on the service's database, over its pooled URL."""
-        return cls(PolicyApplication(env=policy_env(EventStoreConnection.for_database(database))))
+        return cls(
+            PolicyApplication(env=policy_env(EventStoreConnection.for_database(database))),
+            database,
+        )
 
     def get(self, policy_id: PolicyId) -> PolicyEmbedding | None:
         try:
@@ -105,6 +118,8 @@ class EventSourcedPolicyLog:
         return [cast(PolicyEmbedding.Event, e) for e in self.app.events.get(originator_id)]
 
     def save(self, *aggregates: PolicyEmbedding) -> int:
+        if self._joins is not None and self._joins[0].in_transaction:
+            return self._save_in_transaction(*self._joins, aggregates)
         try:
             recordings = self.app.save(*aggregates)
         except IntegrityError as exc:
@@ -112,6 +127,24 @@ class EventSourcedPolicyLog:
         if not recordings:
             raise ValueError("nothing to save")
         return recordings[-1].notification.id
+
+    def _save_in_transaction(
+        self, database: Database, appender: EventAppender, aggregates: Sequence[PolicyEmbedding]
+    ) -> int:
+        stored = [
+            self.app.mapper.to_stored_event(event)
+            for aggregate in aggregates
+            for event in aggregate.collect_events()
+        ]
+        if not stored:
+            raise ValueError("nothing to save")
+        try:
+            # A savepoint of the open transaction: a conflict undoes only this attempt.
+            with database.connection() as conn:
+                ids = appender.append(conn, stored)
+        except UniqueViolation as exc:
+            raise RecordConflict(str(exc)) from exc
+        return ids[-1]
 
     def head(self) -> int | None:
         return self.app.recorder.max_notification_id()

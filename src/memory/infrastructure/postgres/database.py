@@ -157,6 +157,11 @@ class Database:
             finally:
                 self._ambient.reset(token)
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside `transaction()` (its `connection()`s join it)."""
+        return self._ambient.get() is not None
+
     def _live_connection(self, wait: float) -> psycopg.Connection[dict[str, object]]:
         deadline = time.monotonic() + wait
         while True:
