@@ -1,9 +1,15 @@
 """Operator commands of the policy context:
 
+memory policies get POLICY_ID                      the current version
+memory policies list [--source S] [--tag T]        stored policies, newest first, a page
+    [--updated-since TIME] [--limit N] [--cursor C]  at a time
+memory policies delete POLICY_ID                   delete (audited, as the operator)
 memory policies reembed --model SPEC [--rebuild]   replay the log into SPEC's rows
 memory policies drop-model SPEC                    delete another model's rows
 memory policies status                             models, rows, projection positions,
                                                    tracking tables a failed re-embed left
+
+Each calls `PolicyService`, as HTTP does; an error names the argument it is about.
 """
 
 from __future__ import annotations
@@ -12,12 +18,13 @@ import argparse
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 from memory.application.policy.ports import ProjectorFailed
 from memory.application.policy.service import PolicyService
 from memory.domain.errors import DomainError, InvalidInput
-from memory.entrypoints.cli_output import emit, error
+from memory.entrypoints.cli_output import emit, error, wants_json
 from memory.entrypoints.operator import cli_actor
 from memory.infrastructure.settings import Settings
 
@@ -58,6 +65,38 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
     status = commands.add_parser("status", help="models in the read model and their positions")
     status.set_defaults(func=_status)
+
+    get = commands.add_parser("get", help="a policy's current version, with its content")
+    get.add_argument("policy_id", metavar="POLICY_ID")
+    get.set_defaults(func=_get)
+
+    listing = commands.add_parser(
+        "list",
+        help="stored policies, newest first, a page at a time",
+        description=(
+            "Stored policies of the active model, newest update first. A page ends with "
+            "its next cursor: pass it as --cursor, with the same filters, for the next page."
+        ),
+    )
+    listing.add_argument("--source", help="only policies with this source")
+    listing.add_argument("--tag", help="only policies carrying this tag")
+    listing.add_argument(
+        "--updated-since",
+        type=_instant,
+        metavar="TIME",
+        help="only policies updated at or after TIME (ISO 8601 with an offset, e.g. "
+        "2026-11-30T00:00:00Z)",
+    )
+    listing.add_argument("--limit", type=int, help="page size, 1-200 (default 50)")
+    listing.add_argument("--cursor", help="the previous page's next cursor")
+    listing.set_defaults(func=_list)
+
+    delete = commands.add_parser(
+        "delete",
+        help="delete a policy: search never finds it again (recorded in the audit log)",
+    )
+    delete.add_argument("policy_id", metavar="POLICY_ID")
+    delete.set_defaults(func=_delete)
 
 
 @contextmanager
@@ -151,6 +190,99 @@ def _status(args: argparse.Namespace) -> int:
         }
     )
     return 0
+
+
+# The command-line argument each field of the service's errors is about.
+ARGUMENTS = {
+    "policy_id": "POLICY_ID",
+    "source": "--source",
+    "tag": "--tag",
+    "updated_since": "--updated-since",
+    "limit": "--limit",
+    "cursor": "--cursor",
+}
+
+
+def _get(args: argparse.Namespace) -> int:
+    from memory.entrypoints.http.policy_routes import policy_json
+
+    with _policies(args.settings) as policies:
+        try:
+            policy = policies.get(args.policy_id)
+        except DomainError as exc:
+            return _failed(exc)
+    emit(policy_json(policy), title=f"policy {policy.policy_id}, version {policy.version}")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from memory.entrypoints.http.policy_routes import policy_json
+
+    with _policies(args.settings) as policies:
+        try:
+            page = policies.list_policies(
+                limit=args.limit,
+                cursor=args.cursor,
+                source=args.source,
+                tag=args.tag,
+                updated_since=args.updated_since,
+            )
+        except DomainError as exc:
+            return _failed(exc)
+    if wants_json():
+        emit({"policies": [policy_json(p) for p in page.policies], "next_cursor": page.next_cursor})
+        return 0
+    rows = [
+        {
+            "policy_id": p.policy_id,
+            "version": p.version,
+            "title": p.metadata.title,
+            "source": p.metadata.source,
+            "tags": list(p.metadata.tags),
+            "updated_at": p.updated_at,
+        }
+        for p in page.policies
+    ]
+    emit(
+        {"policies": rows, "next_cursor": page.next_cursor},
+        title=f"{len(rows)} {'policy' if len(rows) == 1 else 'policies'}, newest first",
+    )
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    with _policies(args.settings) as policies:
+        try:
+            projected = policies.delete(args.policy_id, actor=cli_actor())
+        except DomainError as exc:
+            return _failed(exc)
+    emit(
+        {"policy_id": args.policy_id, "deleted": True, "search_updated": projected},
+        title=f"policy {args.policy_id} deleted"
+        + ("" if projected else "; search drops it once the projector catches up"),
+    )
+    return 0
+
+
+def _instant(text: str) -> datetime:
+    """An ISO 8601 time; the service checks its offset and range (and names the argument)."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 time (e.g. 2026-11-30T00:00:00Z)"
+        ) from None
+
+
+def _failed(exc: DomainError) -> int:
+    """Report `exc`, naming the argument of each field; 2 for bad input, else 1."""
+    if isinstance(exc, InvalidInput):
+        error(
+            "; ".join(f"{ARGUMENTS.get(field, field)}: {reason}" for field, reason in exc.problems)
+        )
+        return 2
+    error(exc.message)
+    return 1
 
 
 def _note(rows: int, active: bool, position: int | None) -> str:

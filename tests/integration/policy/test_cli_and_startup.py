@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
+from memory.application.audit.ports import AuditQuery
 from memory.application.policy.commands import NewPolicy
 from memory.domain.policy.dimensionality import DimensionalityMismatch
 from memory.entrypoints import cli
 from memory.entrypoints.bootstrap import build_services
 from memory.entrypoints.policy_runtime import PolicyRuntime
+from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.policy.projector import PolicyProjector
 from memory.infrastructure.policy.reembed import reembed
 from memory.infrastructure.postgres.database import Database
@@ -161,3 +163,83 @@ def test_status_lists_and_drop_model_removes_what_a_failed_reembed_left(
     status = json.loads(capsys.readouterr().out)
     assert [m["model"] for m in status["models"]] == ["hash:384"]
     assert status["untied_tracking_tables"] == []
+
+
+def test_get_list_and_delete_from_the_command_line(
+    cli_env: Callable[..., int],
+    make_runtime: MakeRuntime,
+    start_projector: StartProjector,
+    policy_db: Database,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    runtime = make_runtime()
+    start_projector(runtime)
+    for policy in (
+        NewPolicy("travel", "Travel needs approval.", {"title": "Travel", "tags": ["t"]}),
+        NewPolicy("leave", "Leave carries over.", {"source": "hr"}),
+        NewPolicy("pay", "Salaries are paid monthly.", {"source": "hr", "tags": ["t"]}),
+    ):
+        assert runtime.service.store(policy.policy_id, policy.content, policy.metadata).searchable
+
+    assert cli_env("policies", "get", "travel", "--json") == 0
+    got = json.loads(capsys.readouterr().out)
+    assert (got["policy_id"], got["version"], got["content"]) == (
+        "travel",
+        1,
+        "Travel needs approval.",
+    )
+    assert got["tags"] == ["t"] and got["title"] == "Travel"
+    assert cli_env("policies", "get", "travel") == 0
+    readable = capsys.readouterr().out
+    assert readable.startswith("policy travel, version 1\n")
+    assert "content:" in readable and "Travel needs approval." in readable
+
+    assert cli_env("policies", "list", "--source", "hr", "--limit", "1", "--json") == 0
+    first = json.loads(capsys.readouterr().out)
+    assert [p["policy_id"] for p in first["policies"]] == ["pay"]
+    cursor = first["next_cursor"]
+    assert cursor
+    assert cli_env("policies", "list", "--source", "hr", "--limit", "1", "--cursor", cursor) == 0
+    page = capsys.readouterr().out
+    assert page.startswith("1 policy, newest first")
+    assert "leave" in page and "pay" not in page
+    assert cli_env("policies", "list", "--tag", "t", "--updated-since", "2020-01-01T00:00Z") == 0
+    tagged = capsys.readouterr().out
+    assert "travel" in tagged and "pay" in tagged and "leave" not in tagged
+
+    assert cli_env("policies", "delete", "travel", "--json") == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "policy_id": "travel",
+        "deleted": True,
+        "search_updated": True,
+    }
+    entries = PostgresAuditTrail(policy_db).entries(AuditQuery()).entries
+    [entry] = [e for e in entries if e.action == "policy.deleted"]
+    assert entry.actor.key_id == "cli" and entry.actor.name.startswith("cli:")
+    assert cli_env("policies", "get", "travel") == 1
+    assert "policy travel was deleted" in capsys.readouterr().err
+
+
+def test_policy_commands_name_the_argument_that_is_wrong(
+    cli_env: Callable[..., int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli_env("policies", "list", "--limit", "0", "--tag", " ", "--cursor", "") == 2
+    err = capsys.readouterr().err
+    assert "--limit: must be between 1 and 200, got 0" in err
+    assert "--tag: must not be empty" in err and "--cursor: must not be empty" in err
+
+    assert cli_env("policies", "list", "--updated-since", "2026-01-01T00:00", "--json") == 2
+    out, err = capsys.readouterr()
+    assert "--updated-since: must include a timezone offset" in err
+    assert "--updated-since" in json.loads(out)["error"]
+    with pytest.raises(SystemExit) as exit_:
+        cli_env("policies", "list", "--updated-since", "yesterday")
+    assert exit_.value.code == 2
+    assert "argument --updated-since: 'yesterday' is not an ISO 8601 time" in (
+        capsys.readouterr().err
+    )
+
+    assert cli_env("policies", "get", "a" * 300) == 2
+    assert "POLICY_ID: " in capsys.readouterr().err
+    assert cli_env("policies", "delete", "never-stored") == 1
+    assert "policy never-stored does not exist" in capsys.readouterr().err
