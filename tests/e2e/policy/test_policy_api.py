@@ -534,3 +534,13 @@ async def test_a_search_or_listing_with_several_bad_fields_names_every_one(
             params={"limit": "0", "source": " ", "tag": "", "updated_since": future, "cursor": ""},
         )
         assert fields_of(listing) == {"limit", "source", "tag", "updated_since", "cursor"}
+
+
+async def test_a_store_with_several_bad_fields_names_every_one(policy_app: Any) -> None:
+    async with policy_app() as client:
+        stored = await client.post(
+            "/v1/policies",
+            json={"policy_id": "", "content": "   ", "metadata": {"title": 5, "tags": "x"}},
+        )
+        assert fields_of(stored) == {"policy_id", "content", "metadata.title", "metadata.tags"}
+        assert (await client.get("/v1/policies")).json()["policies"] == []

@@ -128,6 +128,32 @@ def test_store_many_is_all_or_nothing(
     assert model.documents == ["one", "two"]
 
 
+def test_every_bad_field_of_a_store_or_update_is_reported_and_nothing_changes(
+    commands: tuple[PolicyCommands, CountingModel], recorded: Recorded
+) -> None:
+    cmd, model = commands
+    with pytest.raises(InvalidInput) as err:
+        cmd.store_many(
+            [
+                NewPolicy("", "one", {"title": 5}),
+                NewPolicy("fine", "two"),
+                NewPolicy("b", "   ", {"tags": "not-a-list"}),
+            ]
+        )
+    assert [f["field"] for f in err.value.details["fields"]] == [
+        "policies.0.policy_id",
+        "policies.0.metadata.title",
+        "policies.2.content",
+        "policies.2.metadata.tags",
+    ]
+    cmd.store("p1", "text")
+    with pytest.raises(InvalidInput) as err:
+        cmd.update("p1", "x" * 201, {"source": 7})
+    assert [f["field"] for f in err.value.details["fields"]] == ["content", "metadata.source"]
+    assert model.documents == ["text"]
+    assert len(recorded()) == 1
+
+
 def test_update_of_content_re_embeds_and_increments_the_version(
     commands: tuple[PolicyCommands, CountingModel],
 ) -> None:

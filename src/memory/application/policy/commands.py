@@ -7,13 +7,14 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 from uuid import UUID
 
 from memory.application.embedding import EmbeddingModel
 from memory.application.policy.ports import PolicyEventLog, ProjectionWaiter, RecordConflict
 from memory.domain.embedding import EmbeddingVector
-from memory.domain.errors import AlreadyExists, InvalidInput, NotFound
+from memory.domain.errors import AlreadyExists, FieldChecks, InvalidInput, NotFound
 from memory.domain.policy.aggregate import PolicyEmbedding
 from memory.domain.policy.content import PolicyContent
 from memory.domain.policy.dimensionality import FixedDimensionality
@@ -81,9 +82,13 @@ class PolicyCommands:
     def store_many(self, policies: Sequence[NewPolicy]) -> list[StoreReceipt]:
         """Store several new policies in one transaction (all or none), embedding their texts
         in one model call. `store` is the one-policy case."""
-        parsed = [
-            self._parse_new(p, i if len(policies) > 1 else None) for i, p in enumerate(policies)
+        checks = FieldChecks()
+        checked = [
+            checks.run(partial(self._parse_new, p, i if len(policies) > 1 else None))
+            for i, p in enumerate(policies)
         ]
+        checks.raise_any()  # every bad field of every policy, in one error
+        parsed = [p for p in checked if p is not None]
         ids = [pid for pid, _, _ in parsed]
         if len(set(ids)) != len(ids):
             raise InvalidInput("policies", "the same policy_id appears twice")
@@ -124,9 +129,17 @@ class PolicyCommands:
         """New content is re-embedded; unchanged content with new metadata records a
         metadata-only version (no embedding); `metadata` omitted keeps the current one; a
         request that changes nothing records nothing and returns the current version."""
-        pid = PolicyId.parse(policy_id)
-        new_content = PolicyContent.parse(content, max_chars=self._max_content_chars)
-        new_metadata = None if metadata is None else PolicyMetadata.parse(metadata)
+        checks = FieldChecks()
+        parsed_id = checks.run(partial(PolicyId.parse, policy_id))
+        parsed_content = checks.run(
+            partial(PolicyContent.parse, content, max_chars=self._max_content_chars)
+        )
+        new_metadata = (
+            None if metadata is None else checks.run(partial(PolicyMetadata.parse, metadata))
+        )
+        checks.raise_any()
+        assert parsed_id is not None and parsed_content is not None
+        pid, new_content = parsed_id, parsed_content
         vector: EmbeddingVector | None = None
         for attempt in range(1, UPDATE_ATTEMPTS + 1):
             aggregate = self._existing(pid, "store it with POST /v1/policies")
@@ -191,13 +204,22 @@ class PolicyCommands:
         self, policy: NewPolicy, index: int | None
     ) -> tuple[PolicyId, PolicyContent, PolicyMetadata]:
         prefix = "" if index is None else f"policies.{index}."
-        return (
-            PolicyId.parse(policy.policy_id, field=f"{prefix}policy_id"),
-            PolicyContent.parse(
-                policy.content, max_chars=self._max_content_chars, field=f"{prefix}content"
-            ),
-            PolicyMetadata.parse(policy.metadata, field=f"{prefix}metadata"),
+        checks = FieldChecks()
+        pid = checks.run(partial(PolicyId.parse, policy.policy_id, field=f"{prefix}policy_id"))
+        content = checks.run(
+            partial(
+                PolicyContent.parse,
+                policy.content,
+                max_chars=self._max_content_chars,
+                field=f"{prefix}content",
+            )
         )
+        metadata = checks.run(
+            partial(PolicyMetadata.parse, policy.metadata, field=f"{prefix}metadata")
+        )
+        checks.raise_any()
+        assert pid is not None and content is not None and metadata is not None
+        return pid, content, metadata
 
     def _embed(self, contents: Sequence[PolicyContent]) -> list[EmbeddingVector]:
         vectors = self._model.embed_documents([c.text for c in contents])

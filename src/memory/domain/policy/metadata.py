@@ -7,9 +7,10 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from memory.domain.errors import InvalidInput
+from memory.domain.errors import FieldChecks, InvalidInput
 
 TITLE_MAX_CHARS = 500
 SOURCE_MAX_CHARS = 500
@@ -40,13 +41,19 @@ class PolicyMetadata:
             return cls()
         if not isinstance(data, dict):
             raise InvalidInput(field, "must be a JSON object")
-        title = _optional_text(data.get("title"), f"{field}.title", TITLE_MAX_CHARS)
-        source = _optional_text(data.get("source"), f"{field}.source", SOURCE_MAX_CHARS)
-        tags = _tags(data.get("tags"), f"{field}.tags")
+        checks = FieldChecks()
+        title = checks.run(
+            partial(_optional_text, data.get("title"), f"{field}.title", TITLE_MAX_CHARS)
+        )
+        source = checks.run(
+            partial(_optional_text, data.get("source"), f"{field}.source", SOURCE_MAX_CHARS)
+        )
+        tags = checks.run(partial(_tags, data.get("tags"), f"{field}.tags"))
         extra = {k: v for k, v in data.items() if k not in WELL_KNOWN_KEYS}
         for key, value in extra.items():
-            _check_json(key, value, field)
-        metadata = cls(title, source, tags, extra)
+            checks.run(partial(_check_json, key, value, field))
+        checks.raise_any()  # every bad key at once
+        metadata = cls(title, source, tags or (), extra)
         size = len(metadata.canonical().encode("utf-8"))
         if size > METADATA_MAX_BYTES:
             raise InvalidInput(
