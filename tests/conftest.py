@@ -6,13 +6,14 @@ next databases while tests run (`ClonedDatabases`): a test takes one that is rea
 
 from __future__ import annotations
 
+import logging
 import queue
 import shutil
 import tempfile
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,11 @@ import pytest
 from psycopg import sql
 from starlette.applications import Starlette
 
+from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.postgres.embedded import (
     EmbeddedPostgres,
     create_database,
+    free_port,
     with_database,
 )
 from memory.infrastructure.settings import Settings
@@ -111,6 +114,18 @@ def cluster_home() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.fixture
+def cluster(cluster_home: Path) -> Iterator[EmbeddedPostgres]:
+    """A cluster of the test's own, to stop and start (a fixed port, so it comes back at the
+    same URL)."""
+    cluster = EmbeddedPostgres(cluster_home / "pg", durable=False, port=free_port())
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 @pytest.fixture(scope="session")
 def pg_admin_url() -> Iterator[str]:
     home = _server_reachable_dir()
@@ -141,6 +156,18 @@ def database_url(pg_admin_url: str, cloned_databases: ClonedDatabases) -> Iterat
         yield with_database(pg_admin_url, name)
     finally:
         cloned_databases.drop(name)
+
+
+@contextmanager
+def migrated_database(url: str, *, max_size: int) -> Iterator[Database]:
+    """The service's `Database` on `url`, open and migrated; closed afterwards."""
+    database = Database(url, min_size=1, max_size=max_size)
+    database.open()
+    try:
+        database.migrate()
+        yield database
+    finally:
+        database.close()
 
 
 @pytest.fixture
@@ -174,3 +201,47 @@ async def running_app(
             transport=transport, base_url="http://memory.test", headers=headers
         ) as client:
             yield client
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """Put the root logger back as it was: a `memory` command run in-process configures it,
+    with a handler on a stream pytest captures and closes after the test."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+@pytest.fixture
+def cli_env(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, restore_logging: None
+) -> str:
+    """The environment a `memory` command runs in here: the test's database (its URL is the
+    value), a home of its own and the hash models."""
+    monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
+    monkeypatch.setenv("MEMORY_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MEMORY_HISTORY_MODEL", "hash:1024")
+    monkeypatch.setenv("MEMORY_POLICY_MODEL", "hash:384")
+    return database_url
+
+
+# A command's exit code, standard output and standard error.
+CliResult = tuple[int, str, str]
+RunCli = Callable[..., CliResult]
+
+
+@pytest.fixture
+def run_cli(cli_env: str, capsys: pytest.CaptureFixture[str]) -> RunCli:
+    """Run `memory *argv` in-process in `cli_env`."""
+    from memory.entrypoints.cli import main
+
+    def run(*argv: str) -> CliResult:
+        code = main(list(argv))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run

@@ -4,9 +4,6 @@ language pair beside full-text alone, the threshold's exit status, clear errors.
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -21,17 +18,6 @@ from memory.infrastructure.postgres.database import Database
 LANGUAGES = ("en", "ms", "rojak", "zh")
 
 
-@pytest.fixture
-def check_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
-    monkeypatch.setenv("MEMORY_HOME", str(tmp_path / "home"))
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-
-
 def test_the_check_set_covers_every_language_pair() -> None:
     data = load_check_set()
     pairs = {(q.lang, data.language_of(q.document)) for q in data.queries}
@@ -40,7 +26,7 @@ def test_the_check_set_covers_every_language_pair() -> None:
 
 
 def test_check_prints_recall_per_pair_and_exits_by_threshold(
-    check_env: None, capsys: pytest.CaptureFixture[str]
+    cli_env: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["check", "--model", "hash:1024", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)

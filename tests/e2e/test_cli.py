@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -18,14 +17,8 @@ import pytest
 from memory.entrypoints.cli import build_parser, main
 from memory.infrastructure.settings import Settings
 
-
-@pytest.fixture(autouse=True)
-def restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+# A command run in-process configures the root logger.
+pytestmark = pytest.mark.usefixtures("restore_logging")
 
 
 @pytest.fixture

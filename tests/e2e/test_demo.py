@@ -5,9 +5,6 @@ a second run adds nothing."""
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -15,24 +12,9 @@ import pytest
 from memory.entrypoints.cli import main
 
 
-@pytest.fixture
-def demo_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
-    monkeypatch.setenv("MEMORY_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("MEMORY_HISTORY_MODEL", "hash:1024")
-    monkeypatch.setenv("MEMORY_POLICY_MODEL", "hash:384")
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-
-
-def test_demo_loads_sweeps_and_searches(
-    demo_env: None, database_url: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_demo_loads_sweeps_and_searches(cli_env: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["history", "status", "bystander"]) == 0  # migrates
-    with psycopg.connect(database_url) as conn:  # an org that was there before the demo
+    with psycopg.connect(cli_env) as conn:  # an org that was there before the demo
         conn.execute(
             "INSERT INTO dw_chat_partitions (org_id, provider, external_channel_id)"
             " VALUES ('bystander', 'slack', 'C1')"

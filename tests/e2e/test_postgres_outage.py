@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
 from tests.e2e.processes import HASH_MODELS, serve, terminate, wait_healthy
 
@@ -82,17 +81,6 @@ class Server:
             assert time.monotonic() - started < seconds, "condition not reached in time"
             time.sleep(0.1)
         return time.monotonic() - started
-
-
-@pytest.fixture
-def cluster(cluster_home: Path) -> Iterator[EmbeddedPostgres]:
-    """A cluster of the test's own (a fixed port, so it comes back at the same URL)."""
-    cluster = EmbeddedPostgres(cluster_home / "pg", durable=False, port=free_port())
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def _assert_unavailable(response: httpx.Response, seconds: float) -> None:

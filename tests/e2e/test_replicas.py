@@ -13,7 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -114,16 +114,6 @@ def _embedding_rows(url: str) -> int:
 
 def _embedded_total(replicas: list[Replica]) -> int:
     return sum(int(r.sweeper()["windows_embedded_total"]) for r in replicas)
-
-
-@pytest.fixture
-def cluster(cluster_home: Path) -> Iterator[EmbeddedPostgres]:
-    cluster = EmbeddedPostgres(cluster_home / "pg", durable=False, port=free_port())
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.mark.parametrize("topology", ["direct", "pgbouncer"])

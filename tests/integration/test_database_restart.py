@@ -5,31 +5,19 @@ connections died meanwhile."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from memory.application.errors import DatabaseUnavailable
 from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 from memory.infrastructure.postgres.database import Database
-from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
+from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database
 
 POOL_SIZE = 4
 WAIT_SECONDS = 1.0
 # Generous for a loaded machine: the library alone used to retry ten times, each after
 # waiting WAIT_SECONDS for the pool (over 10 s).
 ANSWER_BOUND_SECONDS = 5.0
-
-
-@pytest.fixture
-def cluster(cluster_home: Path) -> Iterator[EmbeddedPostgres]:
-    cluster = EmbeddedPostgres(cluster_home / "pg", durable=False, port=free_port())
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def test_pools_refuse_fast_while_down_and_serve_at_once_after_a_restart(

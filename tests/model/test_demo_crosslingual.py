@@ -4,8 +4,6 @@ message about the unpaid invoice, and the Malay question finds the English passw
 from __future__ import annotations
 
 import json
-import logging
-from pathlib import Path
 
 import pytest
 
@@ -15,19 +13,11 @@ pytestmark = pytest.mark.model
 
 
 def test_demo_shows_cross_lingual_hits(
-    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+    cli_env: str, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
-    monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
-    monkeypatch.setenv("MEMORY_HOME", str(tmp_path / "home"))
     for name in ("MEMORY_HISTORY_MODEL", "MEMORY_POLICY_MODEL"):
-        monkeypatch.delenv(name, raising=False)  # the default: local e5
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        assert main(["demo", "--json"]) == 0
-    finally:
-        root.handlers[:] = handlers
-        root.setLevel(level)
+        monkeypatch.delenv(name)  # the default: local e5
+    assert main(["demo", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     invoice, rice, policies = document["searches"]
     top = invoice["results"][0]

@@ -5,7 +5,6 @@ operator's threshold."""
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 
 import pytest
@@ -26,18 +25,13 @@ def test_check_shows_the_model_far_above_full_text(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    restore_logging: None,
 ) -> None:
     monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
     monkeypatch.setenv("MEMORY_HOME", str(tmp_path / "home"))
     for key, value in model_tier.settings.items():
         monkeypatch.setenv(f"MEMORY_{key.upper()}", str(value))
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        code = main(["check", "--model", model_tier.history_model, "--threshold", "0.7", "--json"])
-    finally:
-        root.handlers[:] = handlers
-        root.setLevel(level)
+    code = main(["check", "--model", model_tier.history_model, "--threshold", "0.7", "--json"])
     document = json.loads(capsys.readouterr().out)
     assert code == 0, document
     cross = document["cross_lingual"]

@@ -3,13 +3,11 @@ typed errors with the service's codes, the cursor iterators, and the async clien
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import anyio
 import pytest
-from tests.conftest import TEST_ADMIN_TOKEN, ClonedDatabases
-from tests.e2e.processes import served_on
+from tests.conftest import TEST_ADMIN_TOKEN
 
 from memory.client import (
     AsyncMemoryClient,
@@ -21,22 +19,8 @@ from memory.client import (
     NotFound,
     Unauthorized,
 )
-from memory.infrastructure.postgres.embedded import with_database
 
 SEMANTIC = "digital_worker_semantic_search"
-
-
-@pytest.fixture(scope="module")
-def served(
-    pg_admin_url: str, cloned_databases: ClonedDatabases, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    name = cloned_databases.take()
-    try:
-        url = with_database(pg_admin_url, name)
-        with served_on(url, tmp_path_factory.mktemp("client")) as base:
-            yield base
-    finally:
-        cloned_databases.drop(name)
 
 
 def test_the_policy_lifecycle_through_the_client(served: str) -> None:

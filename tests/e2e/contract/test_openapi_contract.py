@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
 
 import httpx
-import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import (
@@ -19,28 +17,13 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-from tests.conftest import TEST_ADMIN_TOKEN, ClonedDatabases
-from tests.e2e.processes import served_on
+from tests.conftest import TEST_ADMIN_TOKEN
 
 from memory.entrypoints.http.openapi import OPERATIONS, openapi_document
-from memory.infrastructure.postgres.embedded import with_database
 
 # Cases per operation: enough to reach every field's edges, few enough for a 2-core machine.
 EXAMPLES_PER_OPERATION = 30
 CASES: Counter[str] = Counter()
-
-
-@pytest.fixture(scope="module")
-def served(
-    pg_admin_url: str, cloned_databases: ClonedDatabases, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    name = cloned_databases.take()
-    try:
-        url = with_database(pg_admin_url, name)
-        with served_on(url, tmp_path_factory.mktemp("contract")) as base:
-            yield base
-    finally:
-        cloned_databases.drop(name)
 
 
 # The document the app serves (the last test checks that /openapi.json is this one), loaded

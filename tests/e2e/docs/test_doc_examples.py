@@ -11,15 +11,11 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from tests.conftest import TEST_ADMIN_TOKEN, ClonedDatabases
-from tests.e2e.processes import served_on
-
-from memory.infrastructure.postgres.embedded import with_database
+from tests.conftest import TEST_ADMIN_TOKEN
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCS = [ROOT / "README.md", ROOT / "docs" / "policy.md", ROOT / "docs" / "history.md"]
@@ -39,19 +35,6 @@ def blocks(kind: str) -> list[tuple[str, str]]:
 
 SHELL = [(name, text) for name, text in blocks("sh") if "curl" in text]
 PYTHON = blocks("python")
-
-
-@pytest.fixture(scope="module")
-def served(
-    pg_admin_url: str, cloned_databases: ClonedDatabases, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    name = cloned_databases.take()
-    try:
-        url = with_database(pg_admin_url, name)
-        with served_on(url, tmp_path_factory.mktemp("docs")) as base:
-            yield base
-    finally:
-        cloned_databases.drop(name)
 
 
 @pytest.fixture

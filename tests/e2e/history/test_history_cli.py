@@ -3,36 +3,17 @@
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import psycopg
 import pytest
-
-from memory.entrypoints.cli import main
+from tests.conftest import RunCli
 
 
 @pytest.fixture
-def cli_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
-    monkeypatch.setenv("MEMORY_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("MEMORY_HISTORY_MODEL", "hash:1024")
-    monkeypatch.setenv("MEMORY_POLICY_MODEL", "hash:384")
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        yield database_url
-    finally:
-        root.handlers[:] = handlers
-        root.setLevel(level)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main([*argv, "--json"])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+def run(run_cli: RunCli) -> RunCli:
+    """The commands with `--json`, whose output the tests read."""
+    return lambda *argv: run_cli(*argv, "--json")
 
 
 def seed(url: str) -> None:
@@ -56,10 +37,10 @@ def seed(url: str) -> None:
         )
 
 
-def test_sweep_once_for_one_org_with_a_progress_bar(cli_env: str, capsys) -> None:
-    assert run(capsys, "history", "status", "acme")[0] == 0  # migrates an empty database
+def test_sweep_once_for_one_org_with_a_progress_bar(cli_env: str, run: RunCli) -> None:
+    assert run("history", "status", "acme")[0] == 0  # migrates an empty database
     seed(cli_env)
-    code, out, err = run(capsys, "sweep", "--once", "--org", "acme")
+    code, out, err = run("sweep", "--once", "--org", "acme")
     assert code == 0
     assert json.loads(out) == {
         "windows_embedded": 1,
@@ -73,50 +54,52 @@ def test_sweep_once_for_one_org_with_a_progress_bar(cli_env: str, capsys) -> Non
         "partitions_interrupted": 0,
     }
     assert "sweep" in err and "partition" in err  # tqdm's bar
-    code, out, _ = run(capsys, "history", "status", "acme")
+    code, out, _ = run("history", "status", "acme")
     status = json.loads(out)
     assert status["models_stored"] == {"hash:1024": 1}
     assert status["partitions"][0]["lag_events"] == 0
-    assert json.loads(run(capsys, "sweep", "--once")[1])["windows_embedded"] == 1  # globex
+    assert json.loads(run("sweep", "--once")[1])["windows_embedded"] == 1  # globex
 
 
-def test_drop_model_refuses_the_active_model_and_drops_another(cli_env: str, capsys) -> None:
-    run(capsys, "history", "status", "acme")
+def test_drop_model_refuses_the_active_model_and_drops_another(cli_env: str, run: RunCli) -> None:
+    run("history", "status", "acme")
     seed(cli_env)
-    run(capsys, "sweep", "--once")
-    code, out, _ = run(capsys, "history", "drop-model", "hash:1024")
+    run("sweep", "--once")
+    code, out, _ = run("history", "drop-model", "hash:1024")
     assert code == 2 and "active" in out
-    code, out, _ = run(capsys, "history", "drop-model", "local:multilingual-e5-small")
+    code, out, _ = run("history", "drop-model", "local:multilingual-e5-small")
     assert code == 0
     assert json.loads(out) == {
         "model": "local:multilingual-e5-small",
         "rows_deleted": 0,
         "watermarks_reset": 0,
     }
-    code, out, _ = run(capsys, "history", "drop-model", "ollama:bge-m3:latest")
+    code, out, _ = run("history", "drop-model", "ollama:bge-m3:latest")
     assert json.loads(out)["model"] == "ollama:bge-m3"  # the identity its rows are stored under
 
 
-def test_retention_and_purge_commands(cli_env: str, capsys) -> None:
-    run(capsys, "history", "status", "acme")
+def test_retention_and_purge_commands(cli_env: str, run: RunCli) -> None:
+    run("history", "status", "acme")
     seed(cli_env)
-    code, out, _ = run(capsys, "history", "retention", "acme")
+    code, out, _ = run("history", "retention", "acme")
     assert json.loads(out) == {"org_id": "acme", "days": 30, "default": True}
-    code, out, _ = run(capsys, "history", "retention", "acme", "--days", "0")
+    code, out, _ = run("history", "retention", "acme", "--days", "0")
     assert code == 2
-    code, out, _ = run(capsys, "history", "retention", "acme", "--days", "1")
+    code, out, _ = run("history", "retention", "acme", "--days", "1")
     assert json.loads(out)["days"] == 1
-    code, out, err = run(capsys, "purge")
+    code, out, err = run("purge")
     assert "purge: 100%" in err and "2/2" in err  # the progress bar, over the orgs
     assert json.loads(out) == {"orgs": 2, "events_deleted": 0, "embeddings_deleted": 0}
     with psycopg.connect(cli_env) as conn:
         conn.execute("UPDATE dw_chat_events SET occurred_at = occurred_at - interval '2 days'")
-    code, out, _ = run(capsys, "purge", "--org", "acme")
+    code, out, _ = run("purge", "--org", "acme")
     assert json.loads(out) == {"orgs": 1, "events_deleted": 3, "embeddings_deleted": 0}
 
 
-def test_reindex_command_reindexes_rows_stored_without_segmenting(cli_env: str, capsys) -> None:
-    run(capsys, "history", "status", "acme")
+def test_reindex_command_reindexes_rows_stored_without_segmenting(
+    cli_env: str, run: RunCli
+) -> None:
+    run("history", "status", "acme")
     seed(cli_env)  # written by hand, as the ingest before Chinese-aware full-text did
     with psycopg.connect(cli_env) as conn:
         conn.execute(
@@ -135,14 +118,14 @@ def test_reindex_command_reindexes_rows_stored_without_segmenting(cli_env: str, 
         return [r[0] for r in rows]
 
     assert refund_hits() == []
-    status = json.loads(run(capsys, "history", "status", "acme")[1])
+    status = json.loads(run("history", "status", "acme")[1])
     assert status["full_text_rows_to_reindex"] == 4  # acme's 3 seeded rows and 'zh'
-    code, out, err = run(capsys, "history", "reindex")
+    code, out, err = run("history", "reindex")
     assert code == 0
     assert json.loads(out) == {"rows_reindexed": 7, "rows_left": 0}
     assert "reindex" in err and "7/7" in err  # tqdm's bar
     assert refund_hits() == ["zh"]
-    status = json.loads(run(capsys, "history", "status", "acme")[1])
+    status = json.loads(run("history", "status", "acme")[1])
     assert status["full_text_rows_to_reindex"] == 0
-    code, out, _ = run(capsys, "history", "reindex")
+    code, out, _ = run("history", "reindex")
     assert json.loads(out) == {"rows_reindexed": 0, "rows_left": 0}

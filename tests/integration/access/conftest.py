@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from tests.conftest import migrated_database
 
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.postgres.database import Database
@@ -12,13 +13,8 @@ from memory.infrastructure.postgres.database import Database
 
 @pytest.fixture
 def database(database_url: str) -> Iterator[Database]:
-    db = Database(database_url, min_size=1, max_size=4)
-    db.open()
-    db.migrate()
-    try:
-        yield db
-    finally:
-        db.close()
+    with migrated_database(database_url, max_size=4) as database:
+        yield database
 
 
 @pytest.fixture

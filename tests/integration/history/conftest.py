@@ -8,9 +8,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from tests.conftest import migrated_database
 from tests.fakes import TEST_ACTOR, FakeClock, FakeModel
 
 from memory.application.embedding import EmbeddingModel
+from memory.application.history.sweep import Sweeper
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
 from memory.entrypoints.history_runtime import HistoryRuntime
@@ -22,13 +24,8 @@ T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 @pytest.fixture
 def database(database_url: str) -> Iterator[Database]:
-    db = Database(database_url, min_size=1, max_size=8)
-    db.open()
-    db.migrate()
-    try:
-        yield db
-    finally:
-        db.close()
+    with migrated_database(database_url, max_size=8) as database:
+        yield database
 
 
 @pytest.fixture
@@ -93,6 +90,21 @@ class Kit:
     @staticmethod
     def enable_semantic(runtime: HistoryRuntime) -> None:
         runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=TEST_ACTOR)
+
+    @staticmethod
+    def sweeper(runtime: HistoryRuntime, **tuning: Any) -> Sweeper:
+        """A sweeper on the runtime's own ports, as its service builds it, with `tuning`:
+        smaller reads or batches, or a port replaced."""
+        ports: dict[str, Any] = {
+            "events": runtime.events,
+            "windows": runtime.windows,
+            "watermarks": runtime.watermarks,
+            "locks": runtime.locks,
+            "flags": runtime.flag_store,
+            "model": runtime.model,
+            "clock": runtime.clock,
+        }
+        return Sweeper(**(ports | tuning))
 
     def rows(self, *, model: str | None = None) -> list[dict[str, Any]]:
         where = " WHERE model = %s" if model else ""

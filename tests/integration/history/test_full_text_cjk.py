@@ -9,6 +9,7 @@ from collections.abc import Callable
 import psycopg
 
 from memory.application.history.reindex import ReindexFullText
+from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.search import HistoryQuery
 from memory.entrypoints.history_runtime import HistoryRuntime
 from memory.infrastructure.history.chat_events import PostgresChatEventLog
@@ -16,6 +17,20 @@ from memory.infrastructure.postgres import database as database_module
 from memory.infrastructure.postgres.database import Database
 
 CJK_MIGRATION = "0205_history_cjk_fulltext.sql"
+# A row written by hand: as the ingest before Chinese-aware full-text wrote it (unsegmented).
+INSERT_AS_BEFORE = (
+    "INSERT INTO dw_chat_events (org_id, event_id, provider, external_channel_id,"
+    " sender, event_type, decision, message_text, occurred_at)"
+)
+REFUND_ASKED = "我上个星期申请了退款，到现在还没有收到，请问什么时候到账？"  # noqa: RUF001
+INVOICE_BY_MAIL = "麻烦把三月份的发票发到我的邮箱"
+
+
+def acme_with(make_runtime: Callable[..., HistoryRuntime], *events: ChatEvent) -> HistoryRuntime:
+    """A runtime whose org `acme` holds `events`."""
+    runtime = make_runtime()
+    runtime.service.ingest("acme", list(events))
+    return runtime
 
 
 def found(runtime: HistoryRuntime, q: str, org: str = "acme", **filters) -> list[str]:
@@ -26,14 +41,11 @@ def found(runtime: HistoryRuntime, q: str, org: str = "acme", **filters) -> list
 def test_a_chinese_keyword_finds_the_message_that_contains_it_in_a_longer_sentence(
     make_runtime: Callable[..., HistoryRuntime], kit
 ) -> None:
-    runtime = make_runtime()
-    runtime.service.ingest(
-        "acme",
-        [
-            kit.message("refund", 0, "我上个星期申请了退款，到现在还没有收到，请问什么时候到账？"),  # noqa: RUF001
-            kit.message("invoice", 1, "麻烦把三月份的发票发到我的邮箱"),
-            kit.message("weather", 2, "今天下午会下大雨，出门记得带伞。"),  # noqa: RUF001
-        ],
+    runtime = acme_with(
+        make_runtime,
+        kit.message("refund", 0, REFUND_ASKED),
+        kit.message("invoice", 1, INVOICE_BY_MAIL),
+        kit.message("weather", 2, "今天下午会下大雨，出门记得带伞。"),  # noqa: RUF001
     )
     assert found(runtime, "退款") == ["refund"]
     assert found(runtime, "发票") == ["invoice"]
@@ -46,14 +58,11 @@ def test_a_chinese_keyword_finds_the_message_that_contains_it_in_a_longer_senten
 def test_keywords_written_together_are_cut_into_words_each_required(
     make_runtime: Callable[..., HistoryRuntime], kit
 ) -> None:
-    runtime = make_runtime()
-    runtime.service.ingest(
-        "acme",
-        [
-            kit.message("refund", 0, "我上个星期申请了退款，到现在还没有收到，请问什么时候到账？"),  # noqa: RUF001
-            kit.message("refund-done", 1, "退款已经处理好了，三到五个工作日到账"),  # noqa: RUF001
-            kit.message("invoice", 2, "麻烦把三月份的发票发到我的邮箱"),
-        ],
+    runtime = acme_with(
+        make_runtime,
+        kit.message("refund", 0, REFUND_ASKED),
+        kit.message("refund-done", 1, "退款已经处理好了，三到五个工作日到账"),  # noqa: RUF001
+        kit.message("invoice", 2, INVOICE_BY_MAIL),
     )
     # Chinese is written without spaces: "申请退款" is the words 申请 and 退款.
     assert found(runtime, "申请退款") == ["refund"]
@@ -66,14 +75,11 @@ def test_keywords_written_together_are_cut_into_words_each_required(
 def test_rojak_messages_match_chinese_and_latin_words_of_the_same_message(
     make_runtime: Callable[..., HistoryRuntime], kit
 ) -> None:
-    runtime = make_runtime()
-    runtime.service.ingest(
-        "acme",
-        [
-            kit.message("r1", 0, "Boss, 我的parcel belum sampai lagi lah, 已经一个星期了"),
-            kit.message("r2", 1, "Sorry ah, courier cakap 仓库有delay, esok sampai"),
-            kit.message("r3", 2, "parcel sampai already, terima kasih"),
-        ],
+    runtime = acme_with(
+        make_runtime,
+        kit.message("r1", 0, "Boss, 我的parcel belum sampai lagi lah, 已经一个星期了"),
+        kit.message("r2", 1, "Sorry ah, courier cakap 仓库有delay, esok sampai"),
+        kit.message("r3", 2, "parcel sampai already, terima kasih"),
     )
     assert found(runtime, "parcel") == ["r3", "r1"]  # Latin words as before, newest first
     assert found(runtime, "parcel 星期") == ["r1"]
@@ -86,17 +92,14 @@ def test_rojak_messages_match_chinese_and_latin_words_of_the_same_message(
 def test_messages_holding_the_query_terms_more_often_and_closer_rank_first(
     make_runtime: Callable[..., HistoryRuntime], kit
 ) -> None:
-    runtime = make_runtime()
-    runtime.service.ingest(
-        "acme",
-        [
-            kit.message("once-old", 0, "我想问一下退款的事情"),
-            kit.message("twice", 1, "退款还没到，第二次申请退款也没有回复"),  # noqa: RUF001
-            kit.message("once-new", 2, "退款好了吗"),
-            kit.message("once-new-tie", 2, "退款处理中"),
-            kit.message("near", 3, "refund status please, pesanan saya belum sampai"),
-            kit.message("far", 4, "refund: tolong semak status akaun saya untuk pesanan ini"),
-        ],
+    runtime = acme_with(
+        make_runtime,
+        kit.message("once-old", 0, "我想问一下退款的事情"),
+        kit.message("twice", 1, "退款还没到，第二次申请退款也没有回复"),  # noqa: RUF001
+        kit.message("once-new", 2, "退款好了吗"),
+        kit.message("once-new-tie", 2, "退款处理中"),
+        kit.message("near", 3, "refund status please, pesanan saya belum sampai"),
+        kit.message("far", 4, "refund: tolong semak status akaun saya untuk pesanan ini"),
     )
     # Twice beats once; among equals the newest, then the event id (deterministic).
     assert found(runtime, "退款") == ["twice", "once-new", "once-new-tie", "once-old"]
@@ -156,9 +159,8 @@ def legacy_database(url: str) -> None:
             conn.execute(text)
             conn.execute("INSERT INTO memory_schema_migrations (name) VALUES (%s)", (name,))
         conn.execute(
-            "INSERT INTO dw_chat_events (org_id, event_id, provider, external_channel_id,"
-            " sender, event_type, decision, message_text, occurred_at)"
-            " SELECT 'acme', 'old' || lpad(i::text, 2, '0'), 'slack', 'C1', 'ali', 'message',"
+            INSERT_AS_BEFORE
+            + " SELECT 'acme', 'old' || lpad(i::text, 2, '0'), 'slack', 'C1', 'ali', 'message',"
             " 'received', CASE WHEN i % 2 = 0 THEN '请帮我查一下退款进度' || i"
             " ELSE 'please check my refund ' || i END,"
             " timestamptz '2026-03-02 09:00+00' + i * interval '1 minute'"
@@ -231,9 +233,7 @@ def test_a_row_written_without_segmenting_is_indexed_as_before_and_marked_stale(
     runtime = make_runtime()
     with kit.database.connection() as conn:
         conn.execute(
-            "INSERT INTO dw_chat_events (org_id, event_id, provider, external_channel_id,"
-            " sender, event_type, decision, message_text, occurred_at)"
-            " VALUES ('acme', 'x', 'slack', 'C1', 'ali', 'message', 'received',"
+            INSERT_AS_BEFORE + " VALUES ('acme', 'x', 'slack', 'C1', 'ali', 'message', 'received',"
             " 'refund 退款申请', timestamptz '2026-03-02 09:00+00')"
         )
     assert found(runtime, "refund") == ["x"]
@@ -243,14 +243,11 @@ def test_a_row_written_without_segmenting_is_indexed_as_before_and_marked_stale(
 
 
 def test_japanese_korean_and_long_queries(make_runtime: Callable[..., HistoryRuntime], kit) -> None:
-    runtime = make_runtime()
-    runtime.service.ingest(
-        "acme",
-        [
-            kit.message("ko", 0, "비밀번호 재설정 링크가 안 와요"),
-            kit.message("ja", 1, "パスワードをリセットしたいです"),
-            kit.message("zh", 2, "我忘记了登录密码"),
-        ],
+    runtime = acme_with(
+        make_runtime,
+        kit.message("ko", 0, "비밀번호 재설정 링크가 안 와요"),
+        kit.message("ja", 1, "パスワードをリセットしたいです"),
+        kit.message("zh", 2, "我忘记了登录密码"),
     )
     assert found(runtime, "비밀번호") == ["ko"]
     assert found(runtime, "재설정") == ["ko"]
@@ -266,9 +263,8 @@ def test_the_reindex_commits_a_thousand_rows_at_a_time(
     runtime = make_runtime()
     with kit.database.connection() as conn:
         conn.execute(
-            "INSERT INTO dw_chat_events (org_id, event_id, provider, external_channel_id,"
-            " sender, event_type, decision, message_text, occurred_at)"
-            " SELECT 'acme', 'e' || i, 'slack', 'C1', 'ali', 'message', 'received',"
+            INSERT_AS_BEFORE
+            + " SELECT 'acme', 'e' || i, 'slack', 'C1', 'ali', 'message', 'received',"
             " '发票' || i, timestamptz '2026-03-02 09:00+00'"
             " FROM generate_series(1, 1001) AS i"
         )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 
-from memory.application.history.sweep import Sweeper
 from memory.domain.history.conversation import WINDOW_MESSAGE_CAP
 from memory.domain.history.partition import Partition
 from memory.domain.history.position import SweepPosition
@@ -83,17 +82,7 @@ def test_a_large_late_import_is_consumed_in_cut_reads_exactly_once(make_runtime,
             kit.message(f"L{s}{i:02d}", 10 + s * 45 + i * 0.5, f"{TALK} {s}") for i in range(20)
         ]
     runtime.service.ingest("acme", late)
-    small = Sweeper(
-        events=runtime.events,
-        windows=runtime.windows,
-        watermarks=runtime.watermarks,
-        locks=runtime.locks,
-        flags=runtime.flag_store,
-        model=runtime.model,
-        clock=runtime.clock,
-        read_limit=WINDOW_MESSAGE_CAP,
-        batch_windows=1,
-    )
+    small = kit.sweeper(runtime, read_limit=WINDOW_MESSAGE_CAP, batch_windows=1)
     report = small.run_pass()
     assert report.windows_embedded == 6  # each session: 15 + 5
     covered = kit.covered()

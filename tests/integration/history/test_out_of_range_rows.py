@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from tests.fakes import TEST_ACTOR
 
-from memory.application.history.sweep import Sweeper
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
 
 HOSTILE = [
@@ -39,16 +38,7 @@ def test_out_of_range_rows_are_poison_of_their_partition_a_bounded_number_per_re
     runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=TEST_ACTOR)
     runtime.service.ingest("acme", [kit.message("ok1", 0), kit.message("ok2", 60, channel="C2")])
     store_as_an_older_version(kit, "acme", "C1")
-    sweeper = Sweeper(
-        events=runtime.events,
-        windows=runtime.windows,
-        watermarks=runtime.watermarks,
-        locks=runtime.locks,
-        flags=runtime.flag_store,
-        model=runtime.model,
-        clock=runtime.clock,
-        poison_events_per_read=2,
-    )
+    sweeper = kit.sweeper(runtime, poison_events_per_read=2)
     first = sweeper.run_pass()
     assert (first.events_poisoned, first.windows_embedded) == (2, 2)
     assert sweeper.run_pass().events_poisoned == 1

@@ -4,7 +4,7 @@ import pytest
 from tests.fakes import TEST_ACTOR
 
 from memory.application.embedding import ModelMisconfigured, ModelUnavailable
-from memory.application.history.sweep import EMBED_BATCH_WINDOWS, Sweeper
+from memory.application.history.sweep import EMBED_BATCH_WINDOWS
 from memory.domain.history.conversation import WINDOW_MESSAGE_CAP
 from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG
 from memory.domain.history.partition import Partition
@@ -175,17 +175,7 @@ def test_reads_and_batches_of_any_size_give_the_same_windows(make_runtime, kit) 
     runtime.service.ingest("small", events)
     runtime.service.sweep("big", trigger="test")
     edge = EdgeModelCalls(runtime)
-    small = Sweeper(
-        events=runtime.events,
-        windows=runtime.windows,
-        watermarks=runtime.watermarks,
-        locks=runtime.locks,
-        flags=runtime.flag_store,
-        model=runtime.model,
-        clock=runtime.clock,
-        read_limit=WINDOW_MESSAGE_CAP,
-        batch_windows=2,
-    )
+    small = kit.sweeper(runtime, read_limit=WINDOW_MESSAGE_CAP, batch_windows=2)
     report = small.run_pass("small")
     assert report.windows_embedded == len([r for r in kit.rows() if r["org_id"] == "big"])
 

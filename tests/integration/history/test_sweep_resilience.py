@@ -86,17 +86,8 @@ class CrashOnce:
         self.inner.store(watermark)
 
 
-def crashing_sweeper(runtime: HistoryRuntime) -> Sweeper:
-    return Sweeper(
-        events=runtime.events,
-        windows=runtime.windows,
-        watermarks=CrashOnce(runtime.watermarks),
-        locks=runtime.locks,
-        flags=runtime.flag_store,
-        model=runtime.model,
-        clock=runtime.clock,
-        batch_windows=2,
-    )
+def crashing_sweeper(runtime: HistoryRuntime, kit) -> Sweeper:
+    return kit.sweeper(runtime, watermarks=CrashOnce(runtime.watermarks), batch_windows=2)
 
 
 def test_a_crash_between_embedding_and_advancing_is_overwritten_on_rerun(make_runtime, kit) -> None:
@@ -104,7 +95,7 @@ def test_a_crash_between_embedding_and_advancing_is_overwritten_on_rerun(make_ru
     kit.enable_semantic(runtime)
     runtime.service.ingest("acme", sessions(kit))
     with pytest.raises(SimulatedCrash):
-        crashing_sweeper(runtime).run_pass()
+        crashing_sweeper(runtime, kit).run_pass()
     written = kit.rows()
     assert len(written) == 2  # the first batch reached the table
     assert runtime.watermarks.find(P, "hash:1024") is None  # ... but not the watermark
@@ -121,7 +112,7 @@ def test_a_window_recut_after_a_crash_replaces_the_rows_it_overlaps(make_runtime
     kit.enable_semantic(runtime)
     runtime.service.ingest("acme", sessions(kit, count=2))
     with pytest.raises(SimulatedCrash):
-        crashing_sweeper(runtime).run_pass()
+        crashing_sweeper(runtime, kit).run_pass()
     assert [r["source_event_ids"] for r in kit.rows()] == [
         ["s0m0", "s0m1", "s0m2"],
         ["s1m0", "s1m1", "s1m2"],

@@ -7,12 +7,20 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from tests.conftest import migrated_database
 from tests.fakes import FakeModel
 
 from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.policy.projector import PolicyProjector
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.settings import Settings
+
+# The fixtures' types, for the tests' signatures.
+MakeRuntime = Callable[..., PolicyRuntime]
+StartProjector = Callable[..., PolicyProjector]
+ReadRows = Callable[[str], dict[str, dict[str, Any]]]
+# A second model: the test model's dimension, another vector space (a model swap's target).
+OTHER_MODEL = "test:other-space@384"
 
 
 @pytest.fixture
@@ -23,19 +31,14 @@ def test_model() -> type[FakeModel]:
 
 @pytest.fixture
 def policy_db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url, min_size=1, max_size=6)
-    database.open()
-    database.migrate()
-    try:
+    with migrated_database(database_url, max_size=6) as database:
         yield database
-    finally:
-        database.close()
 
 
 @pytest.fixture
 def make_runtime(
     policy_db: Database, make_settings: Callable[..., Settings]
-) -> Iterator[Callable[..., PolicyRuntime]]:
+) -> Iterator[MakeRuntime]:
     made: list[PolicyRuntime] = []
 
     def make(model: Any = None, **overrides: Any) -> PolicyRuntime:
@@ -50,7 +53,7 @@ def make_runtime(
 
 
 @pytest.fixture
-def start_projector(policy_db: Database) -> Iterator[Callable[..., PolicyProjector]]:
+def start_projector(policy_db: Database) -> Iterator[StartProjector]:
     started: list[PolicyProjector] = []
 
     def start(runtime: PolicyRuntime, model: Any = None, **kwargs: Any) -> PolicyProjector:
@@ -70,6 +73,14 @@ def start_projector(policy_db: Database) -> Iterator[Callable[..., PolicyProject
         projector.stop()
 
 
+@pytest.fixture
+def runtime(make_runtime: MakeRuntime, start_projector: StartProjector) -> PolicyRuntime:
+    """The default runtime with its projector running, as `memory serve` has them."""
+    runtime = make_runtime()
+    start_projector(runtime)
+    return runtime
+
+
 def rows_of(database: Database, model: str) -> dict[str, dict[str, Any]]:
     """The read model's rows of one model, by policy id."""
     with database.connection() as conn:
@@ -83,5 +94,5 @@ def rows_of(database: Database, model: str) -> dict[str, dict[str, Any]]:
 
 
 @pytest.fixture
-def read_rows(policy_db: Database) -> Callable[[str], dict[str, dict[str, Any]]]:
+def read_rows(policy_db: Database) -> ReadRows:
     return lambda model: rows_of(policy_db, model)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.integration.policy.conftest import MakeRuntime, StartProjector
 
 from memory.application.audit.ports import AuditQuery
 from memory.application.policy.commands import NewPolicy
@@ -17,32 +17,20 @@ from memory.entrypoints import cli
 from memory.entrypoints.bootstrap import build_services
 from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
-from memory.infrastructure.policy.projector import PolicyProjector
 from memory.infrastructure.policy.reembed import reembed
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.postgres.embedded import free_port
 from memory.infrastructure.settings import Settings
 
-MakeRuntime = Callable[..., PolicyRuntime]
-StartProjector = Callable[..., PolicyProjector]
-
 
 @pytest.fixture
-def cli_env(monkeypatch: pytest.MonkeyPatch, database_url: str) -> Iterator[Callable[..., int]]:
-    monkeypatch.setenv("MEMORY_DATABASE_URL", database_url)
-    monkeypatch.setenv("MEMORY_POLICY_MODEL", "hash:384")
-    monkeypatch.setenv("MEMORY_HISTORY_MODEL", "hash:1024")
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        yield lambda *argv: cli.main(list(argv))
-    finally:  # the command's log handler writes to a captured stream that pytest closes
-        root.handlers[:] = handlers
-        root.setLevel(level)
+def memory_cli(cli_env: str) -> Callable[..., int]:
+    """`memory *argv` in-process; its exit code."""
+    return lambda *argv: cli.main(list(argv))
 
 
 def test_reembed_shows_progress_and_drop_model_refuses_the_active_model(
-    cli_env: Callable[..., int],
+    memory_cli: Callable[..., int],
     make_runtime: MakeRuntime,
     policy_db: Database,
     test_model: Any,
@@ -51,45 +39,45 @@ def test_reembed_shows_progress_and_drop_model_refuses_the_active_model(
     runtime = make_runtime(projection_wait_timeout=0)
     runtime.commands.store_many([NewPolicy(f"p{i}", f"text {i}") for i in range(5)])
 
-    assert cli_env("policies", "reembed", "--model", "hash:384") == 0
+    assert memory_cli("policies", "reembed", "--model", "hash:384") == 0
     out, err = capsys.readouterr()
     assert "reembed hash:384" in err  # tqdm's bar, on stderr
     assert "5/5" in err
     assert "projected up to event 5 of 5" in out
 
-    assert cli_env("policies", "reembed", "--model", "hash:384", "--rebuild") == 0
+    assert memory_cli("policies", "reembed", "--model", "hash:384", "--rebuild") == 0
     assert "5 old rows removed first" in capsys.readouterr().out
 
-    assert cli_env("policies", "drop-model", "hash:384") == 2
+    assert memory_cli("policies", "drop-model", "hash:384") == 2
     assert "active policy model" in capsys.readouterr().err
 
     reembed(policy_db, test_model("test:other@384"), runtime.log)
-    assert cli_env("policies", "status", "--json") == 0
+    assert memory_cli("policies", "status", "--json") == 0
     status = json.loads(capsys.readouterr().out)
     models = {m["model"]: (m["active"], m["rows"], m["position"]) for m in status["models"]}
     assert models == {"hash:384": (True, 5, 5), "test:other@384": (False, 5, 5)}
-    assert cli_env("policies", "status") == 0
+    assert memory_cli("policies", "status") == 0
     readable = capsys.readouterr().out
     assert re.search(r"event log head: +5", readable)
     assert re.search(r"test:other@384 +no +5 +5", readable)
 
-    assert cli_env("policies", "drop-model", "test:other@384") == 0
+    assert memory_cli("policies", "drop-model", "test:other@384") == 0
     assert "dropped 5 rows" in capsys.readouterr().out
-    assert cli_env("policies", "drop-model", "test:other@384") == 2
+    assert memory_cli("policies", "drop-model", "test:other@384") == 2
     assert "no rows or tracking table for model test:other@384" in capsys.readouterr().err
 
 
 def test_reembed_refuses_a_model_of_another_size_and_a_busy_model(
-    cli_env: Callable[..., int],
+    memory_cli: Callable[..., int],
     make_runtime: MakeRuntime,
     start_projector: StartProjector,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert cli_env("policies", "reembed", "--model", "hash:256") == 2
+    assert memory_cli("policies", "reembed", "--model", "hash:256") == 2
     assert "exactly 384" in capsys.readouterr().err
     runtime = make_runtime()
     start_projector(runtime)
-    assert cli_env("policies", "reembed", "--model", "hash:384") == 2
+    assert memory_cli("policies", "reembed", "--model", "hash:384") == 2
     assert "running in another process" in capsys.readouterr().err
 
 
@@ -126,17 +114,17 @@ def test_start_up_creates_the_event_store_and_read_model(
 
 
 def test_drop_model_compares_canonical_model_ids(
-    cli_env: Callable[..., int],
+    memory_cli: Callable[..., int],
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("MEMORY_POLICY_MODEL", "ollama:embeddinggemma@384")
-    assert cli_env("policies", "drop-model", "ollama:embeddinggemma:latest@384") == 2
+    assert memory_cli("policies", "drop-model", "ollama:embeddinggemma:latest@384") == 2
     assert "ollama:embeddinggemma@384 is the active policy model" in capsys.readouterr().err
 
 
 def test_status_lists_and_drop_model_removes_what_a_failed_reembed_left(
-    cli_env: Callable[..., int],
+    memory_cli: Callable[..., int],
     make_runtime: MakeRuntime,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -145,35 +133,32 @@ def test_status_lists_and_drop_model_removes_what_a_failed_reembed_left(
     runtime.commands.store_many([NewPolicy(f"p{i}", f"text {i}") for i in range(2)])
     monkeypatch.setenv("MEMORY_OLLAMA_URL", f"http://127.0.0.1:{free_port()}")  # refused
     monkeypatch.setenv("MEMORY_MODEL_RETRIES", "0")
-    assert cli_env("policies", "reembed", "--model", "ollama:embeddinggemma@384") == 1
+    assert memory_cli("policies", "reembed", "--model", "ollama:embeddinggemma@384") == 1
     assert "run the same command again to resume" in capsys.readouterr().err
 
-    assert cli_env("policies", "status", "--json") == 0
+    assert memory_cli("policies", "status", "--json") == 0
     models = {m["model"]: m for m in json.loads(capsys.readouterr().out)["models"]}
     left = models["ollama:embeddinggemma@384"]
     assert (left["rows"], left["active"]) == (0, False)
     assert "drop-model removes it" in left["note"]
 
-    assert cli_env("policies", "drop-model", "ollama:embeddinggemma@384", "--json") == 0
+    assert memory_cli("policies", "drop-model", "ollama:embeddinggemma@384", "--json") == 0
     assert json.loads(capsys.readouterr().out) == {
         "model": "ollama:embeddinggemma@384",
         "rows_deleted": 0,
     }
-    assert cli_env("policies", "status", "--json") == 0
+    assert memory_cli("policies", "status", "--json") == 0
     status = json.loads(capsys.readouterr().out)
     assert [m["model"] for m in status["models"]] == ["hash:384"]
     assert status["untied_tracking_tables"] == []
 
 
 def test_get_list_and_delete_from_the_command_line(
-    cli_env: Callable[..., int],
-    make_runtime: MakeRuntime,
-    start_projector: StartProjector,
+    memory_cli: Callable[..., int],
+    runtime: PolicyRuntime,
     policy_db: Database,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    runtime = make_runtime()
-    start_projector(runtime)
     for policy in (
         NewPolicy("travel", "Travel needs approval.", {"title": "Travel", "tags": ["t"]}),
         NewPolicy("leave", "Leave carries over.", {"source": "hr"}),
@@ -181,7 +166,7 @@ def test_get_list_and_delete_from_the_command_line(
     ):
         assert runtime.service.store(policy.policy_id, policy.content, policy.metadata).searchable
 
-    assert cli_env("policies", "get", "travel", "--json") == 0
+    assert memory_cli("policies", "get", "travel", "--json") == 0
     got = json.loads(capsys.readouterr().out)
     assert (got["policy_id"], got["version"], got["content"]) == (
         "travel",
@@ -189,25 +174,25 @@ def test_get_list_and_delete_from_the_command_line(
         "Travel needs approval.",
     )
     assert got["tags"] == ["t"] and got["title"] == "Travel"
-    assert cli_env("policies", "get", "travel") == 0
+    assert memory_cli("policies", "get", "travel") == 0
     readable = capsys.readouterr().out
     assert readable.startswith("policy travel, version 1\n")
     assert "content:" in readable and "Travel needs approval." in readable
 
-    assert cli_env("policies", "list", "--source", "hr", "--limit", "1", "--json") == 0
+    assert memory_cli("policies", "list", "--source", "hr", "--limit", "1", "--json") == 0
     first = json.loads(capsys.readouterr().out)
     assert [p["policy_id"] for p in first["policies"]] == ["pay"]
     cursor = first["next_cursor"]
     assert cursor
-    assert cli_env("policies", "list", "--source", "hr", "--limit", "1", "--cursor", cursor) == 0
+    assert memory_cli("policies", "list", "--source", "hr", "--limit", "1", "--cursor", cursor) == 0
     page = capsys.readouterr().out
     assert page.startswith("1 policy, newest first")
     assert "leave" in page and "pay" not in page
-    assert cli_env("policies", "list", "--tag", "t", "--updated-since", "2020-01-01T00:00Z") == 0
+    assert memory_cli("policies", "list", "--tag", "t", "--updated-since", "2020-01-01T00:00Z") == 0
     tagged = capsys.readouterr().out
     assert "travel" in tagged and "pay" in tagged and "leave" not in tagged
 
-    assert cli_env("policies", "delete", "travel", "--json") == 0
+    assert memory_cli("policies", "delete", "travel", "--json") == 0
     assert json.loads(capsys.readouterr().out) == {
         "policy_id": "travel",
         "deleted": True,
@@ -216,30 +201,30 @@ def test_get_list_and_delete_from_the_command_line(
     entries = PostgresAuditTrail(policy_db).entries(AuditQuery()).entries
     [entry] = [e for e in entries if e.action == "policy.deleted"]
     assert entry.actor.key_id == "cli" and entry.actor.name.startswith("cli:")
-    assert cli_env("policies", "get", "travel") == 1
+    assert memory_cli("policies", "get", "travel") == 1
     assert "policy travel was deleted" in capsys.readouterr().err
 
 
 def test_policy_commands_name_the_argument_that_is_wrong(
-    cli_env: Callable[..., int], capsys: pytest.CaptureFixture[str]
+    memory_cli: Callable[..., int], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli_env("policies", "list", "--limit", "0", "--tag", " ", "--cursor", "") == 2
+    assert memory_cli("policies", "list", "--limit", "0", "--tag", " ", "--cursor", "") == 2
     err = capsys.readouterr().err
     assert "--limit: must be between 1 and 200, got 0" in err
     assert "--tag: must not be empty" in err and "--cursor: must not be empty" in err
 
-    assert cli_env("policies", "list", "--updated-since", "2026-01-01T00:00", "--json") == 2
+    assert memory_cli("policies", "list", "--updated-since", "2026-01-01T00:00", "--json") == 2
     out, err = capsys.readouterr()
     assert "--updated-since: must include a timezone offset" in err
     assert "--updated-since" in json.loads(out)["error"]
     with pytest.raises(SystemExit) as exit_:
-        cli_env("policies", "list", "--updated-since", "yesterday")
+        memory_cli("policies", "list", "--updated-since", "yesterday")
     assert exit_.value.code == 2
     assert "argument --updated-since: 'yesterday' is not an ISO 8601 time" in (
         capsys.readouterr().err
     )
 
-    assert cli_env("policies", "get", "a" * 300) == 2
+    assert memory_cli("policies", "get", "a" * 300) == 2
     assert "POLICY_ID: " in capsys.readouterr().err
-    assert cli_env("policies", "delete", "never-stored") == 1
+    assert memory_cli("policies", "delete", "never-stored") == 1
     assert "policy never-stored does not exist" in capsys.readouterr().err

@@ -4,9 +4,9 @@ pipeline-free recorder)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 
 import pytest
+from tests.integration.policy.conftest import MakeRuntime
 
 from memory.application.policy.commands import NewPolicy
 from memory.application.policy.ports import RecordConflict
@@ -15,11 +15,8 @@ from memory.domain.policy.aggregate import PolicyEmbedding
 from memory.domain.policy.content import PolicyContent
 from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.policy_id import PolicyId
-from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.policy.event_recorder import PolicyEventRecorder
 from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
-
-MakeRuntime = Callable[..., PolicyRuntime]
 
 
 def new_aggregate(policy_id: str) -> PolicyEmbedding:

@@ -3,31 +3,21 @@ store the same id again (docs/adr/0063), and deletions surviving model swaps and
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from tests.fakes import TEST_ACTOR
+from tests.integration.policy.conftest import OTHER_MODEL, MakeRuntime, ReadRows, StartProjector
 
 from memory.application.policy.commands import NewPolicy
 from memory.domain.errors import InvalidInput, NotFound
 from memory.entrypoints.policy_runtime import PolicyRuntime
-from memory.infrastructure.policy.projector import PolicyProjector
 from memory.infrastructure.policy.reembed import reembed
 from memory.infrastructure.postgres.database import Database
 
-MakeRuntime = Callable[..., PolicyRuntime]
-StartProjector = Callable[..., PolicyProjector]
-ReadRows = Callable[[str], dict[str, dict[str, Any]]]
-OTHER = "test:other-space@384"
 
-
-def test_get_answers_the_current_version_from_the_log(
-    make_runtime: MakeRuntime, start_projector: StartProjector
-) -> None:
-    runtime = make_runtime()
-    start_projector(runtime)
+def test_get_answers_the_current_version_from_the_log(runtime: PolicyRuntime) -> None:
     service = runtime.service
     first = service.store("p", "the first text", {"title": "T", "tags": ["a"]})
     second = service.update("p", "the second text")
@@ -43,24 +33,18 @@ def test_get_answers_the_current_version_from_the_log(
 
 
 def test_a_deleted_policy_leaves_search_get_and_every_models_rows(
-    make_runtime: MakeRuntime,
-    start_projector: StartProjector,
-    read_rows: ReadRows,
-    policy_db: Database,
-    test_model: Any,
+    runtime: PolicyRuntime, read_rows: ReadRows, policy_db: Database, test_model: Any
 ) -> None:
-    runtime = make_runtime()
-    start_projector(runtime)
     service = runtime.service
     ref = service.store("gone", "expense reports are due monthly", {"tags": ["x"]}).embedding_ref
     service.store("kept", "expense reports need receipts")
-    reembed(policy_db, test_model(OTHER), runtime.log)
-    assert "gone" in read_rows(OTHER)
+    reembed(policy_db, test_model(OTHER_MODEL), runtime.log)
+    assert "gone" in read_rows(OTHER_MODEL)
 
     assert service.delete("gone", actor=TEST_ACTOR) is True
 
     assert "gone" not in read_rows("hash:384")
-    assert "gone" not in read_rows(OTHER)  # the idle model's rows too
+    assert "gone" not in read_rows(OTHER_MODEL)  # the idle model's rows too
     answer = service.search("expense reports", similarity_threshold=0.0)
     assert [r.policy_id for r in answer.results] == ["kept"]
     with pytest.raises(NotFound, match="was deleted"):
@@ -79,10 +63,8 @@ def test_a_deleted_policy_leaves_search_get_and_every_models_rows(
 
 
 def test_storing_a_deleted_id_again_continues_its_versions_as_a_new_history(
-    make_runtime: MakeRuntime, start_projector: StartProjector
+    runtime: PolicyRuntime,
 ) -> None:
-    runtime = make_runtime()
-    start_projector(runtime)
     service = runtime.service
     first = service.store("p", "travel needs approval", {"tags": ["old"]})
     service.delete("p", actor=TEST_ACTOR)
@@ -119,10 +101,10 @@ def test_replays_after_a_deletion_never_bring_the_policy_back(
     service.delete("p2", actor=TEST_ACTOR)
     service.store("p2", "policy two returns")
 
-    other = test_model(OTHER)
+    other = test_model(OTHER_MODEL)
     reembed(policy_db, other, runtime.log)
-    assert set(read_rows(OTHER)) == {"p0", "p2", "p2-again"}
-    assert read_rows(OTHER)["p2"]["content"] == "policy two returns"
+    assert set(read_rows(OTHER_MODEL)) == {"p0", "p2", "p2-again"}
+    assert read_rows(OTHER_MODEL)["p2"]["content"] == "policy two returns"
     # The deleted texts were not even embedded on the way.
     assert not {"policy number 1", "policy number one, reworded", "policy number 2"} & set(
         other.documents
@@ -131,16 +113,12 @@ def test_replays_after_a_deletion_never_bring_the_policy_back(
     reembed(policy_db, runtime.model, runtime.log, rebuild=True)
     assert set(read_rows("hash:384")) == {"p0", "p2", "p2-again"}
 
-    swapped = make_runtime(model=test_model(OTHER))
+    swapped = make_runtime(model=test_model(OTHER_MODEL))
     hits = swapped.service.search("policy number", similarity_threshold=0.0).results
     assert "p1" not in {h.policy_id for h in hits}
 
 
-def test_listing_is_newest_first_in_keyset_pages_with_filters(
-    make_runtime: MakeRuntime, start_projector: StartProjector
-) -> None:
-    runtime = make_runtime()
-    start_projector(runtime)
+def test_listing_is_newest_first_in_keyset_pages_with_filters(runtime: PolicyRuntime) -> None:
     service = runtime.service
     for i in range(5):
         service.store(

@@ -3,10 +3,10 @@ a model's rows, dropping a model, and the model filter on every read."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.integration.policy.conftest import OTHER_MODEL, MakeRuntime, ReadRows, StartProjector
 
 from memory.application.policy.commands import NewPolicy
 from memory.application.policy.ports import ProjectionBusy
@@ -16,14 +16,9 @@ from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.policy.indexes import has_hnsw_index
 from memory.infrastructure.policy.model_admin import PolicyModelAdmin
 from memory.infrastructure.policy.model_objects import ModelObjects
-from memory.infrastructure.policy.projector import PolicyProjector, ProjectorFailed
+from memory.infrastructure.policy.projector import ProjectorFailed
 from memory.infrastructure.policy.reembed import reembed
 from memory.infrastructure.postgres.database import Database
-
-MakeRuntime = Callable[..., PolicyRuntime]
-StartProjector = Callable[..., PolicyProjector]
-ReadRows = Callable[[str], dict[str, dict[str, Any]]]
-OTHER = "test:other-space@384"
 
 CURRENT = {
     "p0": "policy zero, third wording",
@@ -49,16 +44,10 @@ def seed(runtime: PolicyRuntime) -> None:
 
 
 def test_reembed_embeds_each_current_version_once_into_rows_of_the_new_model(
-    make_runtime: MakeRuntime,
-    start_projector: StartProjector,
-    read_rows: ReadRows,
-    policy_db: Database,
-    test_model: Any,
+    runtime: PolicyRuntime, read_rows: ReadRows, policy_db: Database, test_model: Any
 ) -> None:
-    runtime = make_runtime()
-    start_projector(runtime)
     seed(runtime)
-    other = test_model(OTHER)
+    other = test_model(OTHER_MODEL)
     seen: list[tuple[int | None, int | None]] = []
     report = reembed(
         policy_db, other, runtime.log, on_progress=lambda pos, head: seen.append((pos, head))
@@ -68,7 +57,7 @@ def test_reembed_embeds_each_current_version_once_into_rows_of_the_new_model(
     assert report.texts_embedded == len(CURRENT)
     assert seen[-1] == (report.head, report.head)
 
-    new_rows, old_rows = read_rows(OTHER), read_rows("hash:384")
+    new_rows, old_rows = read_rows(OTHER_MODEL), read_rows("hash:384")
     assert set(new_rows) == set(old_rows) == set(CURRENT)
     for policy_id, text in CURRENT.items():
         new, old = new_rows[policy_id], old_rows[policy_id]
@@ -79,19 +68,14 @@ def test_reembed_embeds_each_current_version_once_into_rows_of_the_new_model(
         assert new["embedding"] != old["embedding"]  # another model's vector space
     assert new_rows["p3"]["tags"] == ["renamed"]
     with policy_db.connection() as conn:  # built once, after the replay
-        assert has_hnsw_index(conn, OTHER)
+        assert has_hnsw_index(conn, OTHER_MODEL)
 
 
 def test_every_read_filters_by_the_active_model(
-    make_runtime: MakeRuntime,
-    start_projector: StartProjector,
-    policy_db: Database,
-    test_model: Any,
+    make_runtime: MakeRuntime, runtime: PolicyRuntime, policy_db: Database, test_model: Any
 ) -> None:
-    runtime = make_runtime()
-    start_projector(runtime)
     seed(runtime)
-    reembed(policy_db, test_model(OTHER), runtime.log)
+    reembed(policy_db, test_model(OTHER_MODEL), runtime.log)
     with policy_db.connection() as conn:
         conn.execute("DELETE FROM policy_embeddings WHERE model = 'hash:384' AND policy_id = 'p4'")
     for mode in ("hnsw", "exact"):
@@ -103,34 +87,28 @@ def test_every_read_filters_by_the_active_model(
     with pytest.raises(NotFound):
         runtime.queries.get_by_embedding(str(receipt_ref))
 
-    other_runtime = make_runtime(model=test_model(OTHER))
+    other_runtime = make_runtime(model=test_model(OTHER_MODEL))
     answer = other_runtime.queries.search("policy four", similarity_threshold=0.0, limit=200)
-    assert answer.model == OTHER
+    assert answer.model == OTHER_MODEL
     assert answer.results[0].policy_id == "p4"
     assert other_runtime.queries.get_by_embedding(str(receipt_ref)).policy_id == "p4"
 
 
 def test_an_interrupted_reembed_resumes_without_redoing_work(
-    make_runtime: MakeRuntime,
-    start_projector: StartProjector,
-    read_rows: ReadRows,
-    policy_db: Database,
-    test_model: Any,
+    runtime: PolicyRuntime, read_rows: ReadRows, policy_db: Database, test_model: Any
 ) -> None:
-    runtime = make_runtime()
-    start_projector(runtime)
     seed(runtime)
-    flaky = test_model(OTHER, fail_after=3)
+    flaky = test_model(OTHER_MODEL, fail_after=3)
     with pytest.raises(ProjectorFailed, match="connection refused"):
         reembed(policy_db, flaky, runtime.log)
-    assert len(read_rows(OTHER)) == 3
+    assert len(read_rows(OTHER_MODEL)) == 3
 
-    healthy = test_model(OTHER)
+    healthy = test_model(OTHER_MODEL)
     report = reembed(policy_db, healthy, runtime.log)
     assert report.started_at is not None and report.started_at < report.head  # type: ignore[operator]
     assert len(healthy.documents) == len(CURRENT) - 3
     assert not set(flaky.documents) & set(healthy.documents)
-    assert set(read_rows(OTHER)) == set(CURRENT)
+    assert set(read_rows(OTHER_MODEL)) == set(CURRENT)
 
 
 def test_a_rebuild_reproduces_identical_rows_and_references(
@@ -152,24 +130,18 @@ def test_a_rebuild_reproduces_identical_rows_and_references(
 
 
 def test_drop_model_removes_rows_index_and_position_of_that_model_only(
-    make_runtime: MakeRuntime,
-    start_projector: StartProjector,
-    read_rows: ReadRows,
-    policy_db: Database,
-    test_model: Any,
+    runtime: PolicyRuntime, read_rows: ReadRows, policy_db: Database, test_model: Any
 ) -> None:
-    runtime = make_runtime()
-    start_projector(runtime)
     seed(runtime)
-    reembed(policy_db, test_model(OTHER), runtime.log)
+    reembed(policy_db, test_model(OTHER_MODEL), runtime.log)
     admin = PolicyModelAdmin(policy_db)
-    assert admin.stored_models() == {OTHER: 6, "hash:384": 6}
+    assert admin.stored_models() == {OTHER_MODEL: 6, "hash:384": 6}
 
     with pytest.raises(ProjectionBusy):
         admin.drop("hash:384")  # its projector runs
-    assert admin.drop(OTHER) == 6
+    assert admin.drop(OTHER_MODEL) == 6
     assert admin.stored_models() == {"hash:384": 6}
-    objects = ModelObjects(OTHER)
+    objects = ModelObjects(OTHER_MODEL)
     with policy_db.connection() as conn:
         gone = conn.execute(
             "SELECT to_regclass(%s) AS tracking, to_regclass(%s) AS index",
@@ -183,15 +155,13 @@ def test_drop_model_removes_rows_index_and_position_of_that_model_only(
     assert len(read_rows("hash:384")) == 6
 
     # Dropped means gone: a new reembed starts from the beginning.
-    again = test_model(OTHER)
+    again = test_model(OTHER_MODEL)
     reembed(policy_db, again, runtime.log)
     assert len(again.documents) == len(CURRENT)
 
 
 def test_reembed_refuses_while_that_model_projects_elsewhere(
-    make_runtime: MakeRuntime, start_projector: StartProjector, policy_db: Database
+    runtime: PolicyRuntime, policy_db: Database
 ) -> None:
-    runtime = make_runtime()
-    start_projector(runtime)
     with pytest.raises(ProjectionBusy, match="another process"):
         reembed(policy_db, runtime.model, runtime.log)

@@ -8,11 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pytest
 from psycopg import Cursor
+from tests.integration.policy.conftest import MakeRuntime, StartProjector
 
 from memory.application.policy.commands import NewPolicy
 from memory.application.policy.projection import PolicyRow
@@ -26,9 +26,6 @@ from memory.infrastructure.policy.projector import (
 )
 from memory.infrastructure.policy.view import PostgresPolicyEmbeddingsView
 from memory.infrastructure.postgres.database import Database
-
-MakeRuntime = Callable[..., PolicyRuntime]
-StartProjector = Callable[..., PolicyProjector]
 
 
 class CrashingView(PostgresPolicyEmbeddingsView):

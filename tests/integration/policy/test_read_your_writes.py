@@ -4,19 +4,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tests.integration.policy.conftest import MakeRuntime, StartProjector
+
 from memory.entrypoints.policy_runtime import PolicyRuntime
-from memory.infrastructure.policy.projector import PolicyProjector
 from memory.infrastructure.postgres.database import Database
 
-MakeRuntime = Callable[..., PolicyRuntime]
-StartProjector = Callable[..., PolicyProjector]
 
-
-def test_a_search_right_after_a_store_finds_the_policy(
-    make_runtime: MakeRuntime, start_projector: StartProjector
-) -> None:
-    runtime = make_runtime()
-    start_projector(runtime)
+def test_a_search_right_after_a_store_finds_the_policy(runtime: PolicyRuntime) -> None:
     for i in range(20):
         text = f"policy number {i} about topic{i} and subject{i}"
         receipt = runtime.commands.store(f"p{i}", text, {"title": f"T{i}"})
@@ -26,11 +20,7 @@ def test_a_search_right_after_a_store_finds_the_policy(
         assert answer.results[0].embedding_ref == receipt.embedding_ref
 
 
-def test_an_update_is_visible_to_the_next_read(
-    make_runtime: MakeRuntime, start_projector: StartProjector
-) -> None:
-    runtime = make_runtime()
-    start_projector(runtime)
+def test_an_update_is_visible_to_the_next_read(runtime: PolicyRuntime) -> None:
     first = runtime.commands.store("p1", "old wording of the rule", {"title": "Old"})
     second = runtime.commands.update("p1", "entirely different new phrasing", {"title": "New"})
     assert (second.version, second.searchable) == (2, True)
@@ -41,11 +31,7 @@ def test_an_update_is_visible_to_the_next_read(
     assert [(r.policy_id, r.version) for r in answer.results] == [("p1", 2)]
 
 
-def test_the_wait_is_short_when_the_projector_runs_here(
-    make_runtime: MakeRuntime, start_projector: StartProjector
-) -> None:
-    runtime = make_runtime()
-    start_projector(runtime)
+def test_the_wait_is_short_when_the_projector_runs_here(runtime: PolicyRuntime) -> None:
     runtime.commands.store("warm", "warm up")
     started = time.perf_counter()
     for i in range(10):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import psycopg
 import pytest
+from tests.integration.policy.conftest import MakeRuntime, StartProjector
 
 from memory.application.errors import DeadlineExceeded
 from memory.application.policy.commands import NewPolicy
@@ -18,11 +18,8 @@ from memory.domain.errors import InvalidInput
 from memory.domain.policy.search import SimilarityResult
 from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.policy.model_objects import ModelObjects
-from memory.infrastructure.policy.projector import PolicyProjector
 from memory.infrastructure.postgres.database import Database
 
-MakeRuntime = Callable[..., PolicyRuntime]
-StartProjector = Callable[..., PolicyProjector]
 SOURCES = ("hr", "finance", "it")
 QUERY = "travel expenses approval policy"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,13 +17,8 @@ class Terminal(io.StringIO):
         return True
 
 
-@pytest.fixture(autouse=True)
-def restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+# configure_logging changes the root logger.
+pytestmark = pytest.mark.usefixtures("restore_logging")
 
 
 def test_off_a_terminal_each_line_is_a_json_object_with_the_fields() -> None:
