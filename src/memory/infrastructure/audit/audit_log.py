@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 from uuid import UUID
 
 from eventsourcing.application import Application
@@ -28,6 +28,7 @@ from memory.domain.audit.admin_action import Action, Actor, AdminAction, Audited
 from memory.infrastructure.postgres.database import Connection, Database
 from memory.infrastructure.postgres.event_append import EventAppender
 from memory.infrastructure.postgres.event_store import EventStoreConnection
+from memory.infrastructure.postgres.keyset import NewestFirst
 
 T = TypeVar("T")
 AUDIT_APPLICATION = "AuditLog"
@@ -75,29 +76,21 @@ class PostgresAuditTrail:
         )
 
     def entries(self, query: AuditQuery) -> AuditPage:
-        conditions: list[sql.Composable] = [sql.SQL("TRUE")]
-        params: dict[str, Any] = {"limit": query.limit + 1}
-        if query.since is not None:
-            conditions.append(sql.SQL("a.recorded_at >= %(since)s"))
-            params["since"] = query.since
-        if query.until is not None:
-            conditions.append(sql.SQL("a.recorded_at < %(until)s"))
-            params["until"] = query.until
-        if query.org_id is not None:
-            conditions.append(sql.SQL("a.org_id = %(org_id)s"))
-            params["org_id"] = query.org_id
-        if query.before_id is not None:
-            conditions.append(sql.SQL("a.notification_id < %(before_id)s"))
-            params["before_id"] = query.before_id
-        statement = sql.SQL(
-            "SELECT e.notification_id, e.originator_id, e.originator_version, e.topic, e.state"
-            " FROM audit_log a JOIN {events} e ON e.notification_id = a.notification_id"
-            " WHERE {where} ORDER BY a.notification_id DESC LIMIT %(limit)s"
-        ).format(events=self._events_table, where=sql.SQL(" AND ").join(conditions))
+        keyset = NewestFirst(["a.notification_id"], query.limit)
+        keyset.where("a.recorded_at >= %(since)s", since=query.since)
+        keyset.where("a.recorded_at < %(until)s", until=query.until)
+        keyset.where("a.org_id = %(org_id)s", org_id=query.org_id)
+        keyset.after(None if query.before_id is None else [query.before_id])
+        statement = keyset.statement(
+            sql.SQL(
+                "SELECT e.notification_id, e.originator_id, e.originator_version, e.topic,"
+                " e.state FROM audit_log a JOIN {events} e"
+                " ON e.notification_id = a.notification_id"
+            ).format(events=self._events_table)
+        )
         with self._db.connection() as conn:
-            rows = conn.execute(statement, params).fetchall()
-        entries = [self._entry(cast(DictRow, row)) for row in rows[: query.limit]]
-        more = len(rows) > query.limit
+            rows, more = keyset.page(conn.execute(statement, keyset.params).fetchall())
+        entries = [self._entry(cast(DictRow, row)) for row in rows]
         return AuditPage(entries, entries[-1].id if more and entries else None)
 
     def _entry(self, row: DictRow) -> AuditEntry:

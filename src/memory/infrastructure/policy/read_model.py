@@ -33,6 +33,7 @@ from memory.domain.policy.listing import ListPosition, ListRequest, StoredPolicy
 from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.search import PolicyDocument, SearchRequest, SimilarityResult
 from memory.infrastructure.postgres.database import Database
+from memory.infrastructure.postgres.keyset import NewestFirst
 
 SearchMode = Literal["hnsw", "exact"]
 # At most this share of a search's remaining budget goes to waiting for a connection, so
@@ -176,26 +177,19 @@ class PostgresPolicyReadModel:
     def list_policies(
         self, request: ListRequest, after: ListPosition | None, timeout: float
     ) -> PolicyRows:
-        params: dict[str, Any] = {"take": request.limit + 1}
-        conditions: list[sql.Composable] = [sql.SQL("model = {}").format(self._model)]
-        if request.source is not None:
-            conditions.append(sql.SQL("source = %(source)s"))
-            params["source"] = request.source
-        if request.tag is not None:
-            conditions.append(sql.SQL("tags @> ARRAY[%(tag)s]::text[]"))
-            params["tag"] = request.tag
-        if request.updated_since is not None:
-            conditions.append(sql.SQL("updated_at >= %(since)s"))
-            params["since"] = request.updated_since
-        if after is not None:
-            conditions.append(sql.SQL("(updated_at, embedding_ref) < (%(after_t)s, %(after_r)s)"))
-            params["after_t"], params["after_r"] = after.updated_at, after.embedding_ref
-        statement = sql.SQL(
-            "SELECT embedding_ref, policy_id, version, content, metadata, model, created_at,"
-            " updated_at FROM policy_embeddings WHERE {where}"
-            " ORDER BY updated_at DESC, embedding_ref DESC LIMIT %(take)s"
-        ).format(where=sql.SQL(" AND ").join(conditions))
-        rows = self._run(statement, params, {}, timeout)
+        keyset = NewestFirst(["updated_at", "embedding_ref"], request.limit)
+        keyset.where(sql.SQL("model = {}").format(self._model))
+        keyset.where("source = %(source)s", source=request.source)
+        keyset.where("tags @> ARRAY[%(tag)s]::text[]", tag=request.tag)
+        keyset.where("updated_at >= %(since)s", since=request.updated_since)
+        keyset.after(None if after is None else [after.updated_at, after.embedding_ref])
+        statement = keyset.statement(
+            sql.SQL(
+                "SELECT embedding_ref, policy_id, version, content, metadata, model, created_at,"
+                " updated_at FROM policy_embeddings"
+            )
+        )
+        rows, more = keyset.page(self._run(statement, keyset.params, {}, timeout))
         policies = [
             StoredPolicy(
                 policy_id=row["policy_id"],
@@ -209,7 +203,7 @@ class PostgresPolicyReadModel:
             )
             for row in rows
         ]
-        return PolicyRows(policies[: request.limit], len(policies) > request.limit)
+        return PolicyRows(policies, more)
 
     def _run(
         self,
