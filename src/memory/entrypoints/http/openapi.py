@@ -1,7 +1,7 @@
 """The machine-readable contract: `GET /openapi.json` (OpenAPI 3.1), generated from the
-request models of the routes modules, the response models of `schemas`, and `OPERATIONS`
-below (every route with its statuses and error codes); `GET /docs`, Swagger UI served from
-the `swagger-ui-py` package's files (no CDN: deployments are often offline).
+request and response models of `memory.contract` and `OPERATIONS` below (every route with
+its statuses and error codes); `GET /docs`, Swagger UI served from the `swagger-ui-py`
+package's files (no CDN: deployments are often offline).
 
 A test checks that `OPERATIONS` and the app's routes are the same set, so a route cannot
 be added without its contract.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,298 +81,168 @@ def _errors(*groups: Mapping[int, Sequence[str]]) -> dict[int, list[str]]:
 
 ORG = "/v1/orgs/{org_id}"
 ORG_FLAG = "/v1/orgs/{org_id}/feature-flags/{flag}"
+CONFLICT = {409: ["conflict"]}
+TIMEOUT = {504: ["timeout"]}
+# Each path's parameters, found by their names (`_path_model`).
+PATH_MODELS: tuple[type[BaseModel], ...] = (
+    p.PolicyPath,
+    p.EmbeddingPath,
+    h.OrgPath,
+    h.FlagPath,
+    h.OrgFlagPath,
+    a.KeyPath,
+)
 
+
+def _path_model(path: str) -> type[BaseModel] | None:
+    names = set(re.findall(r"{(\w+)}", path))
+    if not names:
+        return None
+    found = [m for m in PATH_MODELS if set(m.model_fields) == names]
+    if len(found) != 1:
+        raise LookupError(f"{path}: no one model in PATH_MODELS has exactly {sorted(names)}")
+    return found[0]
+
+
+def _v1(
+    tag: str,
+    route: str,
+    operation_id: str,
+    summary: str,
+    answer: type[BaseModel] | None,
+    *,
+    status: int = 200,
+    query: type[BaseModel] | None = None,
+    body: type[BaseModel] | None = None,
+    body_optional: bool = False,
+    errors: Sequence[Mapping[int, Sequence[str]]] = (),
+) -> Operation:
+    """A `/v1` operation; `route` is "METHOD /path". Any input (path, query or body) may be
+    refused with 422 `validation_error`; every operation may meet the database's and the
+    access middleware's errors (`_errors`)."""
+    method, path = route.split(" ", 1)
+    path_model = _path_model(path)
+    takes_input = any(m is not None for m in (path_model, query, body))
+    return Operation(
+        method,
+        path,
+        operation_id,
+        summary,
+        tag,
+        {status: answer},
+        path_model=path_model,
+        query=query,
+        body=body,
+        body_optional=body_optional,
+        errors=_errors(*([INVALID] if takes_input else []), *errors),
+    )
+
+
+_policies = functools.partial(_v1, "policies")
+_history = functools.partial(_v1, "history")
+_flags = functools.partial(_v1, "flags")
+_access = functools.partial(_v1, "access")
+
+# One operation to a few lines, read as a table.
+# fmt: off
 OPERATIONS: tuple[Operation, ...] = (
     # Policy memory
-    Operation(
-        "POST",
-        "/v1/policies",
-        "storePolicy",
-        "Store a new policy",
-        "policies",
-        {201: s.StoreReceiptBody},
-        body=p.StoreBody,
-        errors=_errors(EMBEDDING, {409: ["conflict"]}),
+    _policies(
+        "POST /v1/policies", "storePolicy", "Store a new policy", s.StoreReceiptBody,
+        status=201, body=p.StoreBody, errors=[EMBEDDING, CONFLICT],
     ),
-    Operation(
-        "GET",
-        "/v1/policies",
-        "listPolicies",
-        "List policies, newest first",
-        "policies",
-        {200: s.PolicyPageBody},
+    _policies(
+        "GET /v1/policies", "listPolicies", "List policies, newest first", s.PolicyPageBody,
         query=p.PolicyListing,
-        errors=_errors(INVALID),
     ),
-    Operation(
-        "GET",
-        "/v1/policies/{policy_id}",
-        "getPolicy",
-        "A policy's current version",
-        "policies",
-        {200: s.StoredPolicyBody},
-        path_model=p.PolicyPath,
-        errors=_errors(INVALID, NOT_FOUND),
+    _policies(
+        "GET /v1/policies/{policy_id}", "getPolicy", "A policy's current version",
+        s.StoredPolicyBody, errors=[NOT_FOUND],
     ),
-    Operation(
-        "PUT",
-        "/v1/policies/{policy_id}",
-        "updatePolicy",
-        "Record a new version",
-        "policies",
-        {200: s.StoreReceiptBody},
-        path_model=p.PolicyPath,
-        body=p.UpdateBody,
-        errors=_errors(EMBEDDING, NOT_FOUND, {409: ["conflict"]}),
+    _policies(
+        "PUT /v1/policies/{policy_id}", "updatePolicy", "Record a new version",
+        s.StoreReceiptBody, body=p.UpdateBody, errors=[EMBEDDING, NOT_FOUND, CONFLICT],
     ),
-    Operation(
-        "DELETE",
-        "/v1/policies/{policy_id}",
-        "deletePolicy",
-        "Delete a policy",
-        "policies",
-        {204: None},
-        path_model=p.PolicyPath,
-        errors=_errors(INVALID, NOT_FOUND, {409: ["conflict"]}),
+    _policies(
+        "DELETE /v1/policies/{policy_id}", "deletePolicy", "Delete a policy", None,
+        status=204, errors=[NOT_FOUND, CONFLICT],
     ),
-    Operation(
-        "GET",
-        "/v1/policies/{policy_id}/versions",
-        "policyVersions",
-        "A policy's version history",
-        "policies",
-        {200: s.PolicyVersionsBody},
-        path_model=p.PolicyPath,
-        errors=_errors(INVALID, NOT_FOUND),
+    _policies(
+        "GET /v1/policies/{policy_id}/versions", "policyVersions", "A policy's version history",
+        s.PolicyVersionsBody, errors=[NOT_FOUND],
     ),
-    Operation(
-        "POST",
-        "/v1/policies/search",
-        "searchPolicies",
-        "Semantic search of policies",
-        "policies",
-        {200: s.PolicySearchBody},
-        body=p.SearchBody,
-        errors=_errors(EMBEDDING, {504: ["timeout"]}),
+    _policies(
+        "POST /v1/policies/search", "searchPolicies", "Semantic search of policies",
+        s.PolicySearchBody, body=p.SearchBody, errors=[EMBEDDING, TIMEOUT],
     ),
-    Operation(
-        "GET",
-        "/v1/embeddings/{embedding_ref}",
-        "getPolicyByEmbedding",
-        "The policy behind an embedding reference",
-        "policies",
-        {200: s.PolicyDocumentBody},
-        path_model=p.EmbeddingPath,
-        query=p.EmbeddingLookup,
-        errors=_errors(EMBEDDING, NOT_FOUND, {504: ["timeout"]}),
+    _policies(
+        "GET /v1/embeddings/{embedding_ref}", "getPolicyByEmbedding",
+        "The policy behind an embedding reference", s.PolicyDocumentBody,
+        query=p.EmbeddingLookup, errors=[EMBEDDING, NOT_FOUND, TIMEOUT],
     ),
     # History search
-    Operation(
-        "POST",
-        f"{ORG}/chat-events",
-        "ingestChatEvents",
-        "Ingest chat events",
-        "history",
-        {201: s.IngestReceiptBody},
-        path_model=h.OrgPath,
-        body=h.IngestBody,
-        errors=_errors(INVALID),
+    _history(
+        f"POST {ORG}/chat-events", "ingestChatEvents", "Ingest chat events", s.IngestReceiptBody,
+        status=201, body=h.IngestBody,
     ),
-    Operation(
-        "DELETE",
-        f"{ORG}/chat-events",
-        "eraseChatEvents",
-        "Erase events by id or by sender, and the windows covering them",
-        "history",
-        {200: s.ErasureBody},
-        path_model=h.OrgPath,
+    _history(
+        f"DELETE {ORG}/chat-events", "eraseChatEvents",
+        "Erase events by id or by sender, and the windows covering them", s.ErasureBody,
         body=h.EraseBody,
-        errors=_errors(INVALID),
     ),
-    Operation(
-        "DELETE",
-        ORG,
-        "eraseOrg",
-        "Erase everything an org has",
-        "history",
-        {200: s.OrgErasureBody},
-        path_model=h.OrgPath,
-        errors=_errors(INVALID),
+    _history(f"DELETE {ORG}", "eraseOrg", "Erase everything an org has", s.OrgErasureBody),
+    _history(
+        f"GET {ORG}/history/search", "searchHistory", "Hybrid search of chat history",
+        s.HistorySearchBody, query=h.SearchParams,
     ),
-    Operation(
-        "GET",
-        f"{ORG}/history/search",
-        "searchHistory",
-        "Hybrid search of chat history",
-        "history",
-        {200: s.HistorySearchBody},
-        path_model=h.OrgPath,
-        query=h.SearchParams,
-        errors=_errors(INVALID),
+    _history(
+        "POST /v1/sweep", "runSweep", "Run one sweep pass now", s.SweepReportBody,
+        body=h.SweepBody, body_optional=True,
     ),
-    Operation(
-        "POST",
-        "/v1/sweep",
-        "runSweep",
-        "Run one sweep pass now",
-        "history",
-        {200: s.SweepReportBody},
-        body=h.SweepBody,
-        body_optional=True,
-        errors=_errors(INVALID),
+    _history(f"GET {ORG}/sweep", "sweepStatus", "Sweep progress per partition", s.SweepStatusBody),
+    _flags("GET /v1/feature-flags", "listGlobalFlags", "Global feature flags", s.GlobalFlagsBody),
+    _flags(
+        "GET /v1/feature-flags/{flag}", "getGlobalFlag", "One global flag", s.GlobalFlagBody,
+        errors=[NOT_FOUND],
     ),
-    Operation(
-        "GET",
-        f"{ORG}/sweep",
-        "sweepStatus",
-        "Sweep progress per partition",
-        "history",
-        {200: s.SweepStatusBody},
-        path_model=h.OrgPath,
-        errors=_errors(INVALID),
+    _flags(
+        "PUT /v1/feature-flags/{flag}", "setGlobalFlag", "Set a global flag", s.GlobalFlagBody,
+        body=h.FlagBody, errors=[NOT_FOUND],
     ),
-    Operation(
-        "GET",
-        "/v1/feature-flags",
-        "listGlobalFlags",
-        "Global feature flags",
-        "flags",
-        {200: s.GlobalFlagsBody},
-        errors=_errors(),
+    _flags(f"GET {ORG}/feature-flags", "listOrgFlags", "An org's flags", s.OrgFlagsBody),
+    _flags(
+        f"GET {ORG_FLAG}", "getOrgFlag", "One flag of an org", s.OrgFlagBody, errors=[NOT_FOUND]
     ),
-    Operation(
-        "GET",
-        "/v1/feature-flags/{flag}",
-        "getGlobalFlag",
-        "One global flag",
-        "flags",
-        {200: s.GlobalFlagBody},
-        path_model=h.FlagPath,
-        errors=_errors(INVALID, NOT_FOUND),
+    _flags(
+        f"PUT {ORG_FLAG}", "setOrgFlag", "Override a flag for an org", s.OrgFlagBody,
+        body=h.FlagBody, errors=[NOT_FOUND],
     ),
-    Operation(
-        "PUT",
-        "/v1/feature-flags/{flag}",
-        "setGlobalFlag",
-        "Set a global flag",
-        "flags",
-        {200: s.GlobalFlagBody},
-        path_model=h.FlagPath,
-        body=h.FlagBody,
-        errors=_errors(INVALID, NOT_FOUND),
+    _flags(
+        f"DELETE {ORG_FLAG}", "clearOrgFlag", "Remove an org's override", s.OrgFlagBody,
+        errors=[NOT_FOUND],
     ),
-    Operation(
-        "GET",
-        f"{ORG}/feature-flags",
-        "listOrgFlags",
-        "An org's flags",
-        "flags",
-        {200: s.OrgFlagsBody},
-        path_model=h.OrgPath,
-        errors=_errors(INVALID),
-    ),
-    Operation(
-        "GET",
-        ORG_FLAG,
-        "getOrgFlag",
-        "One flag of an org",
-        "flags",
-        {200: s.OrgFlagBody},
-        path_model=h.OrgFlagPath,
-        errors=_errors(INVALID, NOT_FOUND),
-    ),
-    Operation(
-        "PUT",
-        ORG_FLAG,
-        "setOrgFlag",
-        "Override a flag for an org",
-        "flags",
-        {200: s.OrgFlagBody},
-        path_model=h.OrgFlagPath,
-        body=h.FlagBody,
-        errors=_errors(INVALID, NOT_FOUND),
-    ),
-    Operation(
-        "DELETE",
-        ORG_FLAG,
-        "clearOrgFlag",
-        "Remove an org's override",
-        "flags",
-        {200: s.OrgFlagBody},
-        path_model=h.OrgFlagPath,
-        errors=_errors(INVALID, NOT_FOUND),
-    ),
-    Operation(
-        "GET",
-        f"{ORG}/retention",
-        "getRetention",
-        "An org's retention",
-        "history",
-        {200: s.RetentionBodyOut},
-        path_model=h.OrgPath,
-        errors=_errors(INVALID),
-    ),
-    Operation(
-        "PUT",
-        f"{ORG}/retention",
-        "setRetention",
-        "Set an org's retention",
-        "history",
-        {200: s.RetentionBodyOut},
-        path_model=h.OrgPath,
+    _history(f"GET {ORG}/retention", "getRetention", "An org's retention", s.RetentionBodyOut),
+    _history(
+        f"PUT {ORG}/retention", "setRetention", "Set an org's retention", s.RetentionBodyOut,
         body=h.RetentionBody,
-        errors=_errors(INVALID),
     ),
-    Operation(
-        "POST",
-        "/v1/purge",
-        "runPurge",
-        "Run the retention purge now",
-        "history",
-        {200: s.PurgeBody},
-        body=h.SweepBody,
-        body_optional=True,
-        errors=_errors(INVALID),
+    _history(
+        "POST /v1/purge", "runPurge", "Run the retention purge now", s.PurgeBody,
+        body=h.SweepBody, body_optional=True,
     ),
     # Access
-    Operation(
-        "POST",
-        "/v1/api-keys",
-        "createApiKey",
-        "Create an API key",
-        "access",
-        {201: s.NewApiKeyBody},
-        body=a.NewKeyBody,
-        errors=_errors(INVALID),
+    _access(
+        "POST /v1/api-keys", "createApiKey", "Create an API key", s.NewApiKeyBody,
+        status=201, body=a.NewKeyBody,
     ),
-    Operation(
-        "GET",
-        "/v1/api-keys",
-        "listApiKeys",
-        "API keys the caller may see",
-        "access",
-        {200: s.ApiKeysBody},
-        errors=_errors(),
+    _access("GET /v1/api-keys", "listApiKeys", "API keys the caller may see", s.ApiKeysBody),
+    _access(
+        "DELETE /v1/api-keys/{key_id}", "revokeApiKey", "Revoke an API key", None,
+        status=204, errors=[NOT_FOUND],
     ),
-    Operation(
-        "DELETE",
-        "/v1/api-keys/{key_id}",
-        "revokeApiKey",
-        "Revoke an API key",
-        "access",
-        {204: None},
-        path_model=a.KeyPath,
-        errors=_errors(INVALID, NOT_FOUND),
-    ),
-    Operation(
-        "GET",
-        "/v1/audit",
-        "auditLog",
-        "Admin actions, newest first",
-        "access",
-        {200: s.AuditPageBody},
+    _access(
+        "GET /v1/audit", "auditLog", "Admin actions, newest first", s.AuditPageBody,
         query=a.AuditParams,
-        errors=_errors(INVALID),
     ),
     # Service
     Operation(
@@ -384,6 +255,7 @@ OPERATIONS: tuple[Operation, ...] = (
         errors={503: ["unavailable"]},
     ),
 )
+# fmt: on
 # Served as they are, outside the JSON contract.
 UNDOCUMENTED = frozenset(
     {("GET", "/metrics"), ("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/docs/{asset}")}
@@ -454,6 +326,11 @@ def _ref(model: type[BaseModel]) -> dict[str, str]:
     return {"$ref": REF.format(model=model.__name__)}
 
 
+def _json(model: type[BaseModel]) -> dict[str, Any]:
+    """A `content` of JSON in `model`'s shape."""
+    return {"application/json": {"schema": _ref(model)}}
+
+
 def _parameters(model: type[BaseModel] | None, where: str) -> list[dict[str, Any]]:
     if model is None:
         return []
@@ -484,22 +361,19 @@ def _operation(op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
     if op.body is not None:
         out["requestBody"] = {
             "required": not op.body_optional,
-            "content": {"application/json": {"schema": _ref(op.body)}},
+            "content": _json(op.body),
         }
     responses: dict[str, Any] = {}
     for status, model in op.answers.items():
         responses[str(status)] = (
             {"description": "No content"}
             if model is None
-            else {
-                "description": "Success",
-                "content": {"application/json": {"schema": _ref(model)}},
-            }
+            else {"description": "Success", "content": _json(model)}
         )
     for status, codes in sorted(op.errors.items()):
         responses[str(status)] = {
             "description": "Error: " + ", ".join(f"`{c}`" for c in codes),
-            "content": {"application/json": {"schema": _ref(s.ErrorBody)}},
+            "content": _json(s.ErrorBody),
             "x-error-codes": list(codes),
         }
     out["responses"] = responses
