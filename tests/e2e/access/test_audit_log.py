@@ -4,6 +4,7 @@ record commit together or not at all, with a failure injected between them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -122,32 +123,14 @@ async def test_an_org_admin_changes_its_own_org_under_its_own_name(full_app: Ful
     assert len(entries) == 2  # and the creation of the key
 
 
-async def test_a_failure_between_the_change_and_its_record_undoes_the_change(
-    full_app: FullApp, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def fail_between_the_change_and_its_record(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*args: object) -> None:
         raise Injected
 
-    async with (
-        full_app() as running,
-        running.client(TEST_ADMIN_TOKEN, raise_app_exceptions=False) as client,
-    ):
-        monkeypatch.setattr(PostgresAuditTrail, "_append", fail)
-        assert (await client.put("/v1/orgs/acme/retention", json={"days": 7})).status_code == 500
-        flag = await client.put(f"/v1/feature-flags/{SEMANTIC}", json={"enabled": True})
-        assert flag.status_code == 500
-        monkeypatch.undo()
-        retention = (await client.get("/v1/orgs/acme/retention")).json()
-        flags = (await client.get(f"/v1/feature-flags/{SEMANTIC}")).json()
-        entries = (await client.get("/v1/audit")).json()["entries"]
-    assert retention["days"] == 30 and retention["default"] is True
-    assert flags["enabled"] is False and flags["set"] is False
-    assert entries == []
+    monkeypatch.setattr(PostgresAuditTrail, "_append", fail)
 
 
-async def test_a_change_that_fails_after_writing_records_nothing(
-    full_app: FullApp, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def fail_after_writing_the_change(monkeypatch: pytest.MonkeyPatch) -> None:
     set_days, set_global = PostgresRetention.set_days, PostgresFeatureFlags.set_global
 
     def days_then_fail(self: PostgresRetention, org_id: str, days: int) -> None:
@@ -158,12 +141,23 @@ async def test_a_change_that_fails_after_writing_records_nothing(
         set_global(self, flag, enabled)
         raise Injected
 
+    monkeypatch.setattr(PostgresRetention, "set_days", days_then_fail)
+    monkeypatch.setattr(PostgresFeatureFlags, "set_global", flag_then_fail)
+
+
+@pytest.mark.parametrize(
+    "inject_failure", [fail_between_the_change_and_its_record, fail_after_writing_the_change]
+)
+async def test_a_change_that_fails_before_its_record_commits_leaves_nothing(
+    full_app: FullApp,
+    monkeypatch: pytest.MonkeyPatch,
+    inject_failure: Callable[[pytest.MonkeyPatch], None],
+) -> None:
     async with (
         full_app() as running,
         running.client(TEST_ADMIN_TOKEN, raise_app_exceptions=False) as client,
     ):
-        monkeypatch.setattr(PostgresRetention, "set_days", days_then_fail)
-        monkeypatch.setattr(PostgresFeatureFlags, "set_global", flag_then_fail)
+        inject_failure(monkeypatch)
         assert (await client.put("/v1/orgs/acme/retention", json={"days": 7})).status_code == 500
         flag = await client.put(f"/v1/feature-flags/{SEMANTIC}", json={"enabled": True})
         assert flag.status_code == 500
@@ -171,7 +165,8 @@ async def test_a_change_that_fails_after_writing_records_nothing(
         retention = (await client.get("/v1/orgs/acme/retention")).json()
         flags = (await client.get(f"/v1/feature-flags/{SEMANTIC}")).json()
         entries = (await client.get("/v1/audit")).json()["entries"]
-    assert retention["days"] == 30 and flags["set"] is False
+    assert retention["days"] == 30 and retention["default"] is True
+    assert flags["enabled"] is False and flags["set"] is False
     assert entries == []
 
 
