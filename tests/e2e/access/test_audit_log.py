@@ -207,3 +207,34 @@ async def test_erasures_and_a_policy_deletion_are_listed_with_the_key_that_made_
             "eraser",
         )
         assert history["after"]["by"] == "sender" and "u1" not in str(history)
+
+
+async def test_a_deletion_or_erasure_whose_record_fails_removes_nothing(
+    full_app: FullApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `memory serve` wires them: the policy log and the audit trail share one database
+    handle, so the `Deleted` event joins the audit transaction and rolls back with it."""
+
+    def fail(*args: object) -> None:
+        raise Injected
+
+    async with (
+        full_app() as running,
+        running.client(TEST_ADMIN_TOKEN, raise_app_exceptions=False) as client,
+    ):
+        await client.post("/v1/orgs/acme/chat-events", json={"events": [_event()]})
+        stored = await client.post("/v1/policies", json={"policy_id": "p1", "content": "Keep."})
+        assert stored.status_code == 201, stored.text
+        monkeypatch.setattr(PostgresAuditTrail, "_append", fail)
+        assert (await client.delete("/v1/policies/p1")).status_code == 500
+        erase = await client.request("DELETE", "/v1/orgs/acme/chat-events", json={"sender": "u1"})
+        assert erase.status_code == 500
+        assert (await client.delete("/v1/orgs/acme")).status_code == 500
+        monkeypatch.undo()
+        policy = await client.get("/v1/policies/p1")
+        versions = (await client.get("/v1/policies/p1/versions")).json()["versions"]
+        found = await client.get("/v1/orgs/acme/history/search", params={"q": "salary"})
+        entries = (await client.get("/v1/audit")).json()["entries"]
+    assert policy.status_code == 200 and [v["change"] for v in versions] == ["stored"]
+    assert [r["event_id"] for r in found.json()["results"]] == ["e-1"]
+    assert entries == []
