@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from memory.client.calls import Call
 from memory.client.errors import InvalidRequest, MemoryApiError, TransportFailed, error_for
 from memory.client.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
-from memory.contract.input import field_problems
+from memory.contract.input import field_problems, invalid_request_message
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -34,10 +34,8 @@ def prepare(build: Callable[[], Call[M]]) -> Call[M]:
         return build()
     except ValidationError as exc:
         fields = field_problems(exc)
-        summary = "; ".join(f"{f['field']}: {f['reason']}" for f in fields[:5])
-        raise InvalidRequest(
-            422, "validation_error", f"invalid request: {summary}", {"fields": fields}
-        ) from None
+        message = invalid_request_message(fields)
+        raise InvalidRequest(422, "validation_error", message, {"fields": fields}) from None
 
 
 def request_args(call: Call[Any]) -> dict[str, Any]:

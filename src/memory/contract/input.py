@@ -21,6 +21,8 @@ from memory.domain.history.chat_input import PATTERN_RULES
 
 # NUL (PostgreSQL text refuses it) and lone UTF-16 surrogates (not encodable as UTF-8).
 UNSAFE_TEXT = re.compile("[\x00\ud800-\udfff]")
+# Failing fields named in a 422's message; `details.fields` lists them all.
+FIELDS_IN_MESSAGE = 5
 _DECIMAL = re.compile(r"-?[0-9]+")
 # pydantic would read "1700000000" as Unix seconds: an instant must be written as a date.
 _ISO_DATE_START = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -94,3 +96,10 @@ def field_problems(exc: ValidationError, prefix: str = "") -> list[dict[str, str
             reason = PATTERN_RULES.get(pattern, "has a form this field does not allow")
         out.append({"field": f"{prefix}{path}", "reason": reason})
     return out
+
+
+def invalid_request_message(fields: list[dict[str, str]]) -> str:
+    """The message of a 422 `validation_error`, as the server words it and the client
+    repeats it when it refuses an argument before sending."""
+    summary = "; ".join(f"{f['field']}: {f['reason']}" for f in fields[:FIELDS_IN_MESSAGE])
+    return f"invalid request: {summary}"

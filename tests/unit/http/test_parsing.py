@@ -5,6 +5,8 @@ import pytest
 from pydantic import BaseModel
 from starlette.requests import Request
 
+from memory.client import InvalidRequest, MemoryClient
+from memory.contract.history_requests import IngestBody
 from memory.contract.input import Instant, QueryInt, QueryParams, StrictBody
 from memory.entrypoints.http.errors import RequestInvalid
 from memory.entrypoints.http.parsing import parse_body, validate
@@ -165,3 +167,24 @@ def test_every_failing_field_is_reported_in_words_never_as_a_regex_or_url() -> N
     assert set(fields) == {"provider", "channel_id", "text", "occurred_at"}
     assert fields["provider"].startswith("must be 1 to 64 characters: lower-case letters")
     assert not any("^" in r or "http" in r for r in fields.values())
+
+
+def test_a_422_message_names_the_first_five_failing_fields_and_details_list_all() -> None:
+    async def parse_events() -> IngestBody:
+        return await parse_body(request_with(b'{"events": [{}, {}]}'), IngestBody)
+
+    with pytest.raises(RequestInvalid) as caught:
+        anyio.run(parse_events)
+    fields = caught.value.details["fields"]
+    assert len(fields) > 5  # provider, channel_id, sender, text, occurred_at: twice
+    named = [f["field"] for f in fields]
+    assert caught.value.message == "invalid request: " + "; ".join(
+        f"{f['field']}: {f['reason']}" for f in fields[:5]
+    )
+    assert named[5] not in caught.value.message
+
+    # The client refuses the same events before sending, in the server's words.
+    with pytest.raises(InvalidRequest) as refused, MemoryClient("http://memory.test") as client:
+        client.ingest("acme", [{}, {}])
+    assert refused.value.message == caught.value.message
+    assert refused.value.details == {"fields": fields}

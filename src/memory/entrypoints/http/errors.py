@@ -18,6 +18,7 @@ from memory.application.embedding import (
     ModelUnavailable,
 )
 from memory.application.errors import DeadlineExceeded, ServiceUnavailable
+from memory.contract.input import invalid_request_message
 from memory.domain.errors import AlreadyExists, DomainError, InvalidInput, NotFound
 
 log = logging.getLogger(__name__)
@@ -29,8 +30,7 @@ class RequestInvalid(DomainError):
     code = "validation_error"
 
     def __init__(self, fields: list[dict[str, str]]) -> None:
-        summary = "; ".join(f"{f['field']}: {f['reason']}" for f in fields[:5])
-        super().__init__(f"invalid request: {summary}", details={"fields": fields})
+        super().__init__(invalid_request_message(fields), details={"fields": fields})
 
 
 class PayloadTooLarge(DomainError):
