@@ -229,8 +229,23 @@ def purge(org_id: str | None) -> Call[s.PurgeBody]:
 # Access -----------------------------------------------------------------------------------
 
 
-def create_api_key(name: str, org_id: str | None, scopes: Sequence[str]) -> Call[s.NewApiKeyBody]:
-    body = _body(a.NewKeyBody(name=name, org_id=org_id, scopes=list(scopes)))
+def create_api_key(
+    name: str,
+    org_id: str | None,
+    scopes: Sequence[str],
+    *,
+    expires_at: datetime | None = None,
+    expires_in_days: int | None = None,
+) -> Call[s.NewApiKeyBody]:
+    body = _body(
+        a.NewKeyBody(
+            name=name,
+            org_id=org_id,
+            scopes=list(scopes),
+            expires_at=expires_at,
+            expires_in_days=expires_in_days,
+        )
+    )
     return Call("POST", "/v1/api-keys", s.NewApiKeyBody, body=body)
 
 

@@ -48,6 +48,10 @@ class Unauthorized(MemoryApiError):
     """401: no key, or an unknown or revoked one."""
 
 
+class KeyExpired(Unauthorized):
+    """401 `key_expired`: the key was valid and its expiry has come; rotate to a new one."""
+
+
 class Forbidden(MemoryApiError):
     """403: the key lacks the scope the route needs."""
 
@@ -79,6 +83,9 @@ _BY_STATUS: dict[int, type[MemoryApiError]] = {
     504: TimedOut,
 }
 
+# Codes worth a class of their own within their status.
+_BY_CODE: dict[str, type[MemoryApiError]] = {"key_expired": KeyExpired}
+
 
 def error_for(status: int, body: Any, *, retry_after: float | None = None) -> MemoryApiError:
     """The typed error for an error answer; a body that is not the service's error shape
@@ -89,5 +96,5 @@ def error_for(status: int, body: Any, *, retry_after: float | None = None) -> Me
         details = error.get("details") if isinstance(error.get("details"), dict) else None
     else:
         code, message, details = f"http_{status}", f"HTTP {status}", None
-    cls = _BY_STATUS.get(status, MemoryApiError)
+    cls = _BY_CODE.get(code) or _BY_STATUS.get(status, MemoryApiError)
     return cls(status, code, message, details, retry_after=retry_after)

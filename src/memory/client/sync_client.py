@@ -256,10 +256,22 @@ class MemoryClient:
     # Access ---------------------------------------------------------------------------
 
     def create_api_key(
-        self, name: str, scopes: Sequence[str], *, org_id: str | None = None
+        self,
+        name: str,
+        scopes: Sequence[str],
+        *,
+        org_id: str | None = None,
+        expires_at: datetime | None = None,
+        expires_in_days: int | None = None,
     ) -> s.NewApiKeyBody:
-        """A new key; its `secret` is in this answer only."""
-        return self._one(lambda: calls.create_api_key(name, org_id, scopes))
+        """A new key; its `secret` is in this answer only. It expires at `expires_at` or
+        `expires_in_days` from now (at most a year ahead), or never; an expired key's
+        calls raise `KeyExpired`."""
+        return self._one(
+            lambda: calls.create_api_key(
+                name, org_id, scopes, expires_at=expires_at, expires_in_days=expires_in_days
+            )
+        )
 
     def api_keys(self) -> s.ApiKeysBody:
         return self._one(calls.api_keys)

@@ -7,6 +7,7 @@ from pydantic import Field
 
 from memory.application.audit.ports import AUDIT_LIMIT_DEFAULT, AUDIT_LIMIT_MAX
 from memory.contract.input import Instant, QueryInt, QueryParams, StrictBody
+from memory.domain.access.api_key import MAX_KEY_LIFETIME_DAYS
 from memory.domain.access.scopes import Scope
 from memory.domain.history.chat_input import ORG_ID_PATTERN
 
@@ -15,6 +16,17 @@ class NewKeyBody(StrictBody):
     name: str
     org_id: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
     scopes: list[str] = Field(max_length=len(Scope))
+    expires_at: Instant | None = Field(
+        default=None,
+        description="When the key stops working: in the future, at most "
+        f"{MAX_KEY_LIFETIME_DAYS} days ahead. Default: never (or `expires_in_days`).",
+    )
+    expires_in_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_KEY_LIFETIME_DAYS,
+        description="The same as a number of days from now; not together with `expires_at`.",
+    )
 
 
 class KeyPath(QueryParams):

@@ -374,6 +374,9 @@ class ApiKeyBody(Answer):
     created_at: datetime | None
     last_used_at: datetime | None
     revoked_at: datetime | None
+    expires_at: datetime | None = Field(
+        description="From then on the key answers 401 `key_expired`; null: never."
+    )
 
 
 class NewApiKeyBody(ApiKeyBody):

@@ -7,8 +7,10 @@ credentials); its changes are in the audit log under the key id "cli" and the OS
 from __future__ import annotations
 
 import argparse
+from datetime import datetime
 from typing import Any
 
+from memory.domain.access.api_key import MAX_KEY_LIFETIME_DAYS
 from memory.domain.access.scopes import Scope
 from memory.domain.errors import DomainError
 from memory.entrypoints.cli_output import emit, error
@@ -24,7 +26,14 @@ def _run(args: argparse.Namespace) -> int:
     with opened(settings, contexts=()) as services:
         try:
             if args.keys_command == "create":
-                created = services.access.create(cli_operator(), args.name, args.org, args.scope)
+                created = services.access.create(
+                    cli_operator(),
+                    args.name,
+                    args.org,
+                    args.scope,
+                    expires_at=args.expires_at,
+                    expires_in_days=args.expires_in_days,
+                )
                 emit(
                     {**key_json(created.key), "secret": created.secret},
                     title="API key created; its secret is shown this once:",
@@ -39,6 +48,15 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _instant(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not an ISO 8601 time: {text!r} (e.g. 2027-01-31T00:00:00+00:00)"
+        ) from None
+
+
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     keys = sub.add_parser("keys", help="API keys: create, list, revoke")
     commands = keys.add_subparsers(dest="keys_command", required=True)
@@ -51,6 +69,21 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         required=True,
         choices=[s.value for s in Scope],
         help="repeat for several scopes",
+    )
+    expiry = create.add_mutually_exclusive_group()
+    expiry.add_argument(
+        "--expires-in-days",
+        type=int,
+        default=None,
+        metavar="DAYS",
+        help=f"the key stops working after DAYS days (1..{MAX_KEY_LIFETIME_DAYS}; default: never)",
+    )
+    expiry.add_argument(
+        "--expires-at",
+        type=_instant,
+        default=None,
+        metavar="TIME",
+        help="the key stops working at TIME (ISO 8601 with a time zone, e.g. 2027-01-31T00:00Z)",
     )
     commands.add_parser("list", help="every key (never secrets)")
     revoke = commands.add_parser("revoke", help="revoke a key (refused from the next request)")

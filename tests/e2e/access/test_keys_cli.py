@@ -4,6 +4,7 @@ over HTTP."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from tests.conftest import RunCli
@@ -67,3 +68,45 @@ def test_an_unknown_scope_is_refused(cli_env: str, capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit):
         main(["keys", "create", "--name", "x", "--scope", "history:delete"])
     capsys.readouterr()
+
+
+def test_a_key_created_with_an_expiry_lists_it_and_bounds_are_refused(
+    run_cli: RunCli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = datetime.now(UTC)
+    code, out, err = run_cli(
+        "keys", "create", "--name", "weekly", "--scope", "history:read",
+        "--expires-in-days", "7", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    expires = datetime.fromisoformat(json.loads(out)["expires_at"])
+    assert before + timedelta(days=7) <= expires <= datetime.now(UTC) + timedelta(days=7)
+    at = (datetime.now(UTC) + timedelta(hours=1)).replace(microsecond=0)
+    code, out, err = run_cli(
+        "keys", "create", "--name", "hourly", "--scope", "history:read",
+        "--expires-at", at.isoformat(), "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert datetime.fromisoformat(json.loads(out)["expires_at"]) == at
+    code, out, _ = run_cli("keys", "list")
+    assert "expires at" in out
+
+    code, _, err = run_cli(
+        "keys", "create", "--name", "old", "--scope", "admin",
+        "--expires-at", "2020-01-01T00:00:00+00:00",
+    )  # fmt: skip
+    assert code == 1 and "expires_at" in err and "future" in err
+    code, _, err = run_cli(
+        "keys", "create", "--name", "long", "--scope", "admin",
+        "--expires-in-days", "5000",
+    )  # fmt: skip
+    assert code == 1 and "expires_in_days" in err
+    code, out, _ = run_cli("keys", "list", "--json")
+    assert [k["name"] for k in json.loads(out)["keys"]] == ["weekly", "hourly"]
+    for argv in (
+        ["--expires-in-days", "7", "--expires-at", at.isoformat()],
+        ["--expires-at", "next tuesday"],
+    ):
+        with pytest.raises(SystemExit):
+            main(["keys", "create", "--name", "x", "--scope", "admin", *argv])
+        capsys.readouterr()

@@ -3,6 +3,7 @@ typed errors with the service's codes, the cursor iterators, and the async clien
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import anyio
@@ -15,6 +16,7 @@ from memory.client import (
     Conflict,
     Forbidden,
     InvalidRequest,
+    KeyExpired,
     MemoryClient,
     NotFound,
     Unauthorized,
@@ -154,3 +156,24 @@ def test_keys_and_the_audit_trail_through_the_client(served: str) -> None:
         ):
             revoked.list_policies()
         assert any(e.action for e in admin.audit(limit=5).entries)
+
+
+def test_an_expiring_key_through_the_client(served: str) -> None:
+    with MemoryClient(served, api_key=TEST_ADMIN_TOKEN) as admin:
+        expires_at = datetime.now(UTC) + timedelta(seconds=2)
+        created = admin.create_api_key("brief", ["policies:read"], expires_at=expires_at)
+        assert created.expires_at == expires_at
+        monthly = admin.create_api_key("monthly", ["policies:read"], expires_in_days=30)
+        assert monthly.expires_at is not None
+        listed = {k.key_id: k for k in admin.api_keys().keys}
+        assert listed[created.key_id].expires_at == expires_at
+        with pytest.raises(InvalidRequest) as refused:
+            admin.create_api_key("never", ["policies:read"], expires_in_days=0)
+        assert "expires_in_days" in {f["field"] for f in refused.value.fields}
+        with MemoryClient(served, api_key=created.secret) as brief:
+            brief.list_policies()
+            time.sleep(max(0.0, (expires_at - datetime.now(UTC)).total_seconds()))
+            with pytest.raises(KeyExpired) as expired:
+                brief.list_policies()
+        assert expired.value.status == 401 and expired.value.code == "key_expired"
+        assert isinstance(expired.value, Unauthorized)

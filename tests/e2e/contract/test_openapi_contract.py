@@ -19,6 +19,7 @@ from schemathesis.checks import (
 )
 from tests.conftest import TEST_ADMIN_TOKEN
 
+from memory.domain.access.api_key import MAX_KEY_LIFETIME_DAYS
 from memory.entrypoints.http.openapi import OPERATIONS, openapi_document
 
 # Cases per operation: enough to reach every field's edges, few enough for a 2-core machine.
@@ -64,6 +65,12 @@ def test_the_document_lists_every_operation_and_docs_are_served_locally(served: 
     metadata = schemas["StoreBody"]["properties"]["metadata"]["anyOf"][0]
     assert metadata == {"$ref": "#/components/schemas/PolicyMetadataShape"}
     assert "tags" in schemas["PolicyFilterShape"]["properties"]
+    new_key = schemas["NewKeyBody"]["properties"]
+    assert new_key["expires_in_days"]["anyOf"][0]["maximum"] == MAX_KEY_LIFETIME_DAYS
+    assert new_key["expires_at"]["anyOf"][0]["format"] == "date-time"
+    assert "expires_at" in schemas["ApiKeyBody"]["required"]
+    listing = document["paths"]["/v1/api-keys"]["get"]["responses"]
+    assert listing["401"]["x-error-codes"] == ["unauthenticated", "key_expired"]
 
     page = httpx.get(f"{served}/docs", timeout=10)
     assert page.status_code == 200 and "/docs/swagger-ui-bundle.js" in page.text

@@ -7,11 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from memory.application.access.ports import KeyStore
 from memory.application.access.service import (
     KEY_CACHE_SECONDS,
     LAST_USED_RESOLUTION,
     AccessService,
     Forbidden,
+    KeyExpired,
     operator_key,
 )
 from memory.domain.access.api_key import ApiKey, secret_digest
@@ -174,3 +176,62 @@ def test_the_admin_token_is_an_admin_key_for_every_org(
     assert service.authenticate(token + "x") is None
     with pytest.raises(InvalidInput):
         AccessService(PostgresKeyStore(database), audit, admin_token="short")
+
+
+def test_an_expired_key_is_refused_as_expired_even_while_cached(
+    database: Database, audit: PostgresAuditTrail
+) -> None:
+    ticks = Ticks()
+    here, there = _service(database, audit, ticks), _service(database, audit, ticks)
+    half = KEY_CACHE_SECONDS / 2
+    created = here.create(
+        OPERATOR, "bot", "acme", ["history:read"], expires_at=ticks.wall + timedelta(seconds=half)
+    )
+    assert here.authenticate(created.secret) is not None  # cached from now on
+    ticks.advance(half)
+    with pytest.raises(KeyExpired) as expired:
+        here.cached(created.secret)  # a cache hit: no lookup, still refused at the expiry
+    assert expired.value.code == "key_expired"
+    assert expired.value.details == {
+        "key_id": created.key.key_id,
+        "expired_at": created.key.expires_at.isoformat() if created.key.expires_at else None,
+    }
+    with pytest.raises(KeyExpired):
+        here.authenticate(created.secret)
+    with pytest.raises(KeyExpired):
+        there.authenticate(created.secret)  # another process, from the database
+
+
+def test_a_key_is_good_until_its_expiry_and_listed_with_it(
+    database: Database, audit: PostgresAuditTrail
+) -> None:
+    ticks = Ticks()
+    service = _service(database, audit, ticks)
+    created = service.create(OPERATOR, "rotating bot", None, ["policies:read"], expires_in_days=30)
+    assert created.key.expires_at == ticks.wall + timedelta(days=30)
+    (listed,) = service.keys(OPERATOR)
+    assert listed.expires_at == created.key.expires_at
+    ticks.advance(timedelta(days=30).total_seconds() - 1)
+    assert service.authenticate(created.secret) is not None
+    ticks.advance(1)
+    with pytest.raises(KeyExpired):
+        service.authenticate(created.secret)
+    # A revoked key is refused as unknown, expired or not: revocation says more than expiry.
+    service.revoke(OPERATOR, created.key.key_id)
+    assert service.authenticate(created.secret) is None
+    assert service.keys(OPERATOR)[0].expires_at == created.key.expires_at
+
+
+def test_an_expiry_out_of_bounds_creates_nothing(
+    database: Database, audit: PostgresAuditTrail
+) -> None:
+    ticks = Ticks()
+    store: KeyStore = PostgresKeyStore(database)
+    service = _service(database, audit, ticks)
+    with pytest.raises(InvalidInput) as past:
+        service.create(OPERATOR, "bot", None, ["admin"], expires_at=ticks.wall)
+    assert past.value.field == "expires_at"
+    with pytest.raises(InvalidInput) as far:
+        service.create(OPERATOR, "bot", None, ["admin"], expires_in_days=10_000)
+    assert far.value.field == "expires_in_days"
+    assert store.count() == 0

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
+
 import pytest
 
 from memory.domain.access.api_key import (
     KEY_ID_BYTES,
+    MAX_KEY_LIFETIME,
+    MAX_KEY_LIFETIME_DAYS,
     SECRET_BYTES,
     ApiKey,
     check_key_name,
     is_key_id,
     is_secret_format,
+    key_expiry,
     new_key_id,
     new_secret,
     secret_digest,
@@ -87,3 +92,55 @@ def test_retry_after_is_whole_seconds_rounded_up() -> None:
     assert retry_after_header(0.2) == "1"
     assert retry_after_header(19.9999) == "20"
     assert retry_after_header(20.0) == "20"
+
+
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def test_a_key_without_an_expiry_never_expires() -> None:
+    assert key_expiry(NOW) is None
+    key = ApiKey("key_0123456789abcdef", "bot", None, frozenset(), NOW)
+    assert not key.expired(NOW + timedelta(days=100_000))
+
+
+def test_a_key_expires_at_its_expiry_not_a_moment_before() -> None:
+    expires = key_expiry(NOW, expires_at=NOW + timedelta(hours=1))
+    assert expires == NOW + timedelta(hours=1)
+    key = ApiKey("key_0123456789abcdef", "bot", None, frozenset(), NOW, expires_at=expires)
+    assert not key.expired(expires - timedelta(microseconds=1))
+    assert key.expired(expires)
+
+
+def test_expires_in_days_counts_whole_days_from_now() -> None:
+    assert key_expiry(NOW, expires_in_days=30) == NOW + timedelta(days=30)
+    assert key_expiry(NOW, expires_in_days=MAX_KEY_LIFETIME_DAYS) == NOW + MAX_KEY_LIFETIME
+
+
+def test_an_expiry_in_another_time_zone_is_the_same_instant() -> None:
+    plus_two = timezone(timedelta(hours=2))
+    given = (NOW + timedelta(days=1)).astimezone(plus_two)
+    assert key_expiry(NOW, expires_at=given) == NOW + timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("given", "field", "reason"),
+    [
+        ({"expires_at": NOW}, "expires_at", "future"),
+        ({"expires_at": NOW - timedelta(seconds=1)}, "expires_at", "future"),
+        ({"expires_at": NOW + MAX_KEY_LIFETIME + timedelta(seconds=1)}, "expires_at", "days"),
+        ({"expires_at": datetime(2026, 6, 1)}, "expires_at", "time zone"),
+        ({"expires_in_days": 0}, "expires_in_days", "between"),
+        ({"expires_in_days": MAX_KEY_LIFETIME_DAYS + 1}, "expires_in_days", "between"),
+        (
+            {"expires_at": NOW + timedelta(days=1), "expires_in_days": 1},
+            "expires_in_days",
+            "not both",
+        ),
+    ],
+)
+def test_an_expiry_out_of_bounds_is_refused_naming_the_field(
+    given: dict[str, object], field: str, reason: str
+) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        key_expiry(NOW, **given)  # type: ignore[arg-type]
+    assert refused.value.field == field and reason in refused.value.reason

@@ -24,6 +24,7 @@ from memory.domain.access.api_key import (
     check_key_name,
     digests_match,
     is_secret_format,
+    key_expiry,
     new_key_id,
     new_secret,
     secret_digest,
@@ -52,6 +53,23 @@ class Forbidden(DomainError):
     the key does not cover exists."""
 
     code = "forbidden"
+
+
+class KeyExpired(DomainError):
+    """A known key past its expiry (HTTP 401 `key_expired`): unlike an unknown or revoked
+    one, its holder is told why, so that an expiry reads as "rotate" rather than "attack".
+    Only the key's holder can present its secret, so naming the key tells nobody else
+    anything."""
+
+    code = "key_expired"
+
+    def __init__(self, key: ApiKey) -> None:
+        assert key.expires_at is not None
+        expired_at = key.expires_at.isoformat()
+        super().__init__(
+            f"this API key expired at {expired_at}; use or create another one",
+            details={"key_id": key.key_id, "expired_at": expired_at},
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +127,8 @@ class AccessService:
     def cached(self, secret: str) -> ApiKey | object | None:
         """The key for `secret` if this process looked it up less than `KEY_CACHE_SECONDS`
         ago (None: unknown or revoked); otherwise the `MISS` marker. Never does I/O, so the
-        HTTP layer can answer most requests without a thread hop."""
+        HTTP layer can answer most requests without a thread hop. Raises `KeyExpired` for
+        a key whose expiry has come, even while it is cached."""
         digest = secret_digest(secret)
         if self._admin_digest is not None and digests_match(digest, self._admin_digest):
             return self._admin_key
@@ -118,11 +137,14 @@ class AccessService:
         with self._lock:
             hit = self._cache.get(digest)
         if hit is not None and self._monotonic() - hit[0] < KEY_CACHE_SECONDS:
+            if hit[1] is not None and hit[1].expired(self._now()):
+                raise KeyExpired(hit[1])
             return hit[1]
         return _MISS
 
     def authenticate(self, secret: str) -> ApiKey | None:
-        """The live key whose secret this is; None for a malformed, unknown or revoked one."""
+        """The live key whose secret this is; None for a malformed, unknown or revoked one.
+        Raises `KeyExpired` for a known, unrevoked key past its expiry."""
         found = self.cached(secret)
         if found is not _MISS:
             assert found is None or isinstance(found, ApiKey)
@@ -131,14 +153,21 @@ class AccessService:
         key = self._store.find(digest)
         if key is not None and key.revoked:
             key = None
-        if key is not None:
-            now = self._now()
-            if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
-                self._store.touch(key.key_id, now)
+        now = self._now()
+        expired = key is not None and key.expired(now)
+        if (
+            key is not None
+            and not expired
+            and (key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION)
+        ):
+            self._store.touch(key.key_id, now)
         with self._lock:
             if len(self._cache) >= KEY_CACHE_MAX_ENTRIES:
                 self._cache.clear()
             self._cache[digest] = (self._monotonic(), key)
+        if expired:
+            assert key is not None
+            raise KeyExpired(key)
         return key
 
     @staticmethod
@@ -148,20 +177,35 @@ class AccessService:
     # Key management ---------------------------------------------------------------------
 
     def create(
-        self, caller: ApiKey, name: str, org_id: str | None, scopes: Iterable[str]
+        self,
+        caller: ApiKey,
+        name: str,
+        org_id: str | None,
+        scopes: Iterable[str],
+        *,
+        expires_at: datetime | None = None,
+        expires_in_days: int | None = None,
     ) -> CreatedKey:
-        """A new key. Only an all-orgs admin may create an all-orgs key; an org's admin key
-        creates keys of its own org only."""
+        """A new key, expiring at `expires_at` or `expires_in_days` from now (or never).
+        Only an all-orgs admin may create an all-orgs key; an org's admin key creates keys
+        of its own org only."""
         _require_admin(caller)
         clean_name = check_key_name(name)
         granted = parse_scopes(scopes)
+        now = self._now()
+        expiry = key_expiry(now, expires_at=expires_at, expires_in_days=expires_in_days)
         if org_id is None and not caller.all_orgs:
             raise Forbidden("only an admin key for every org may create a key for every org")
         if org_id is not None and not caller.covers(org_id):
             raise Forbidden("this key may not manage keys of that org")
         secret = new_secret(self._random(SECRET_BYTES))
         key = ApiKey(
-            new_key_id(self._random(KEY_ID_BYTES)), clean_name, org_id, granted, self._now()
+            new_key_id(self._random(KEY_ID_BYTES)),
+            clean_name,
+            org_id,
+            granted,
+            now,
+            expires_at=expiry,
         )
 
         def change() -> tuple[CreatedKey, AuditedChange]:
@@ -198,9 +242,7 @@ class AccessService:
 
         def change() -> tuple[ApiKey, AuditedChange]:
             self._store.revoke(key_id, at)
-            revoked = ApiKey(
-                key.key_id, key.name, key.org_id, key.scopes, key.created_at, key.last_used_at, at
-            )
+            revoked = key.revoked_as_of(at)
             return revoked, AuditedChange(
                 target=key_id,
                 before={"revoked_at": None},
@@ -250,4 +292,9 @@ def _require_admin(caller: ApiKey) -> None:
 
 
 def _described(key: ApiKey) -> dict[str, object]:
-    return {"name": key.name, "org_id": key.org_id, "scopes": sorted_scopes(key.scopes)}
+    return {
+        "name": key.name,
+        "org_id": key.org_id,
+        "scopes": sorted_scopes(key.scopes),
+        "expires_at": None if key.expires_at is None else key.expires_at.isoformat(),
+    }

@@ -11,8 +11,8 @@ import base64
 import hashlib
 import hmac
 import re
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from memory.domain.access.scopes import Scope
 from memory.domain.errors import InvalidInput
@@ -22,6 +22,11 @@ SECRET_BYTES = 32
 KEY_ID_PREFIX = "key_"
 KEY_ID_BYTES = 8
 MAX_KEY_NAME_CHARS = 100
+# The furthest a key's expiry may lie ahead (docs/adr/0080): an expiry exists to force a
+# rotation, and one further away than this forces none. A key that should never expire is
+# created without one.
+MAX_KEY_LIFETIME = timedelta(days=366)
+MAX_KEY_LIFETIME_DAYS = MAX_KEY_LIFETIME.days
 _SECRET_BODY_CHARS = 43  # unpadded base64url of 32 bytes
 _SECRET = re.compile(rf"^{SECRET_PREFIX}[A-Za-z0-9_-]{{{_SECRET_BODY_CHARS}}}$")
 _KEY_ID = re.compile(rf"^{KEY_ID_PREFIX}[0-9a-f]{{{KEY_ID_BYTES * 2}}}$")
@@ -73,6 +78,31 @@ def check_key_name(name: str) -> str:
     return text
 
 
+def key_expiry(
+    now: datetime, *, expires_at: datetime | None = None, expires_in_days: int | None = None
+) -> datetime | None:
+    """When a new key expires: at `expires_at`, or `expires_in_days` whole days from `now`,
+    or never (neither given). It must lie after `now` and at most `MAX_KEY_LIFETIME` ahead;
+    `InvalidInput` names the field otherwise."""
+    if expires_at is not None and expires_in_days is not None:
+        raise InvalidInput("expires_in_days", "give expires_at or expires_in_days, not both")
+    if expires_in_days is not None:
+        if not 1 <= expires_in_days <= MAX_KEY_LIFETIME_DAYS:
+            raise InvalidInput("expires_in_days", f"must be between 1 and {MAX_KEY_LIFETIME_DAYS}")
+        return now + timedelta(days=expires_in_days)
+    if expires_at is None:
+        return None
+    if expires_at.tzinfo is None or expires_at.utcoffset() is None:
+        raise InvalidInput("expires_at", "must name its time zone (e.g. Z or +02:00)")
+    if expires_at <= now:
+        raise InvalidInput("expires_at", "must be in the future")
+    if expires_at - now > MAX_KEY_LIFETIME:
+        raise InvalidInput(
+            "expires_at", f"must be at most {MAX_KEY_LIFETIME_DAYS} days in the future"
+        )
+    return expires_at
+
+
 @dataclass(frozen=True, slots=True)
 class ApiKey:
     """A key as stored, without its secret. `org_id` None = every org."""
@@ -84,6 +114,7 @@ class ApiKey:
     created_at: datetime
     last_used_at: datetime | None = None
     revoked_at: datetime | None = None
+    expires_at: datetime | None = None
 
     @property
     def all_orgs(self) -> bool:
@@ -92,6 +123,13 @@ class ApiKey:
     @property
     def revoked(self) -> bool:
         return self.revoked_at is not None
+
+    def expired(self, at: datetime) -> bool:
+        """Whether the key's expiry has come by `at` (a key without one never expires)."""
+        return self.expires_at is not None and at >= self.expires_at
+
+    def revoked_as_of(self, at: datetime) -> ApiKey:
+        return replace(self, revoked_at=at)
 
     def has(self, scope: Scope) -> bool:
         return scope in self.scopes

@@ -105,7 +105,8 @@ class AccessControl:
             return
         try:
             key = await self._authenticate(token)
-        except DomainError as exc:  # the key store is unreachable: 503, as for any route
+        # The key store is unreachable (503, as for any route) or the key expired (401).
+        except DomainError as exc:
             response = await handle_domain_error(Request(scope), exc)
             await response(scope, receive, send)
             return

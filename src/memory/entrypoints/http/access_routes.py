@@ -41,7 +41,14 @@ def access_routes(keys: AccessService, audit: AuditTrail) -> list[BaseRoute]:
         body = await parse_body(request, NewKeyBody)
         caller = api_key(request.scope)
         created = await anyio.to_thread.run_sync(
-            lambda: keys.create(caller, body.name, body.org_id, body.scopes)
+            lambda: keys.create(
+                caller,
+                body.name,
+                body.org_id,
+                body.scopes,
+                expires_at=body.expires_at,
+                expires_in_days=body.expires_in_days,
+            )
         )
         return JSONResponse(
             {**key_json(created.key), "secret": created.secret},
@@ -98,6 +105,7 @@ def key_json(key: ApiKey) -> dict[str, Any]:
         "created_at": _iso(key.created_at),
         "last_used_at": _iso(key.last_used_at),
         "revoked_at": _iso(key.revoked_at),
+        "expires_at": _iso(key.expires_at),
     }
 
 

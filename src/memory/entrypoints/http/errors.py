@@ -10,7 +10,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from memory.application.access.service import Forbidden
+from memory.application.access.service import Forbidden, KeyExpired
 from memory.application.embedding import (
     EmbeddingError,
     InputRejected,
@@ -46,6 +46,7 @@ class PayloadTooLarge(DomainError):
 
 _STATUS: list[tuple[type[Exception], int]] = [
     (PayloadTooLarge, 413),
+    (KeyExpired, 401),
     (Forbidden, 403),
     (RequestInvalid, 422),
     (InvalidInput, 422),
@@ -79,6 +80,9 @@ async def handle_domain_error(request: Request, exc: Exception) -> Response:
     headers = {}
     if isinstance(exc, ServiceUnavailable):
         headers["Retry-After"] = str(exc.retry_after_seconds)
+    if status == 401:
+        # RFC 6750: the token was recognised but is no longer good.
+        headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'
     return JSONResponse(error_body(exc.code, exc.message, exc.details), status, headers=headers)
 
 

@@ -63,7 +63,7 @@ class Operation:
 
 # Every /v1 route: the access middleware's answers (docs/security.md) and the body limit.
 ACCESS_ERRORS = {
-    401: ["unauthenticated"],
+    401: ["unauthenticated", "key_expired"],
     403: ["forbidden"],
     413: ["payload_too_large"],
     429: ["rate_limited"],

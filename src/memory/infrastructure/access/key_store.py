@@ -1,4 +1,5 @@
-"""API keys in PostgreSQL (`api_keys`, migration 0300): digests only, never secrets."""
+"""API keys in PostgreSQL (`api_keys`, migrations 0300 and 0302): digests only, never
+secrets."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from memory.infrastructure.postgres.database import Database
 
 # Any constant works; it only has to be the same in every process bootstrapping this database.
 BOOTSTRAP_LOCK_KEY = 0x6D656D6B6579  # "memkey"
-_COLUMNS = "key_id, name, org_id, scopes, created_at, last_used_at, revoked_at"
+_COLUMNS = "key_id, name, org_id, scopes, created_at, last_used_at, revoked_at, expires_at"
 
 
 class PostgresKeyStore:
@@ -22,8 +23,8 @@ class PostgresKeyStore:
         with self._db.connection() as conn:
             conn.execute(
                 "INSERT INTO api_keys"
-                " (key_id, name, org_id, scopes, secret_sha256, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
+                " (key_id, name, org_id, scopes, secret_sha256, created_at, expires_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
                 (
                     key.key_id,
                     key.name,
@@ -31,6 +32,7 @@ class PostgresKeyStore:
                     sorted_scopes(key.scopes),
                     digest,
                     key.created_at,
+                    key.expires_at,
                 ),
             )
 
@@ -97,4 +99,5 @@ def _key(row: dict[str, Any]) -> ApiKey:
         created_at=row["created_at"],
         last_used_at=row["last_used_at"],
         revoked_at=row["revoked_at"],
+        expires_at=row["expires_at"],
     )
