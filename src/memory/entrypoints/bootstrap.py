@@ -93,15 +93,11 @@ class Services:
         self.database.close()
 
 
-def build_services(
-    settings: Settings, database_url: str, *, contexts: tuple[str, ...] = ("policy", "history")
-) -> Services:
-    """Open the pool, migrate, load models and build the requested contexts. On failure,
-    everything opened so far is closed again."""
-    from memory.entrypoints import history_runtime, policy_runtime
+def database_for(settings: Settings, database_url: str) -> Database:
+    """The service's database on `database_url`, its pool not opened yet."""
     from memory.entrypoints.database_url import with_password
 
-    database = Database(
+    return Database(
         database_url,
         # A direct URL only means something beside a configured (pooled) one.
         direct_url=(
@@ -113,6 +109,18 @@ def build_services(
         max_size=settings.pool_max_size,
         timeout=settings.database_timeout,
     )
+
+
+def build_services(
+    settings: Settings, database_url: str, *, contexts: tuple[str, ...] = ("policy", "history")
+) -> Services:
+    """Open the pool, migrate, load models and build the requested contexts. On failure,
+    everything opened so far is closed again. A database that cannot be reached fails at
+    once with `DatabaseUnavailable`; one that refuses this configuration (or holds a newer
+    schema) with `DatabaseMisconfigured`."""
+    from memory.entrypoints import history_runtime, policy_runtime
+
+    database = database_for(settings, database_url)
     database.open()
     POOLS.register(SERVICE_POOL, database.pool)
     services = Services(settings, database, ModelRegistry(settings))

@@ -16,6 +16,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from memory.entrypoints import cli_output
 from memory.entrypoints.database_url import HomeHasNoDatabase
 from memory.entrypoints.logging_setup import configure_logging
+from memory.infrastructure.postgres.availability import DatabaseMisconfigured
 from memory.infrastructure.settings import ENV_PREFIX, Settings
 
 log = logging.getLogger("memory")
@@ -37,6 +38,7 @@ def _raise_shutdown(signum: int, frame: object) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from memory.application.errors import DatabaseUnavailable
     from memory.entrypoints.admin_key import ensure_admin_key
     from memory.entrypoints.bootstrap import Services, build_services
     from memory.entrypoints.database_url import database_url
@@ -45,6 +47,13 @@ def _serve(args: argparse.Namespace) -> int:
     settings: Settings = args.settings
     signal.signal(signal.SIGTERM, _raise_shutdown)
     with database_url(settings) as url:
+        try:
+            preflight(settings, url)
+        except DatabaseUnavailable:
+            log.warning(
+                "the database cannot be reached yet: /healthz and /v1 answer 503 until it "
+                "can; then migrations run and the service starts, without a restart"
+            )
 
         def build() -> Services:
             services = build_services(settings, url)
@@ -55,7 +64,13 @@ def _serve(args: argparse.Namespace) -> int:
                 raise
             return services
 
-        app = create_app(build)
+        fatal: list[BaseException] = []
+
+        def stop(exc: BaseException) -> None:
+            fatal.append(exc)
+            server.should_exit = True
+
+        app = create_app(build, on_fatal=stop)
 
         class Server(uvicorn.Server):
             """uvicorn's server, telling the app the moment a signal asks it to stop:
@@ -81,8 +96,25 @@ def _serve(args: argparse.Namespace) -> int:
             access_log=False,
             timeout_graceful_shutdown=DRAIN_SECONDS,
         )
-        Server(config).run()
+        server = Server(config)
+        server.run()
+    if fatal:
+        cli_output.error(f"stopped: {fatal[0]}")
+        return 2
+    if not server.started:
+        return 1  # start-up failed; the log says why
     return 0
+
+
+def preflight(settings: Settings, url: str) -> None:
+    """Before serving: `DatabaseMisconfigured` (stop, and say why) if the database refuses
+    this configuration or holds a newer schema; `DatabaseUnavailable` if it cannot be
+    reached yet (start anyway and wait for it, docs/adr/0081)."""
+    from memory.entrypoints.bootstrap import database_for
+
+    database = database_for(settings, url)
+    database.reach()
+    database.check_schema()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -161,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.func(args))
     except (KeyboardInterrupt, ShutdownRequested):
         return 0
-    except HomeHasNoDatabase as exc:
+    except (HomeHasNoDatabase, DatabaseMisconfigured) as exc:
         cli_output.error(str(exc))
         return 2
 

@@ -15,8 +15,10 @@ from memory.domain.errors import NotFound
 from memory.infrastructure.postgres import availability
 from memory.infrastructure.postgres.availability import (
     LOG_INTERVAL_SECONDS,
+    DatabaseMisconfigured,
     database_boundary,
     is_connection_failure,
+    is_unreachable,
     unavailable,
 )
 from memory.infrastructure.postgres.event_persistence import (
@@ -136,3 +138,54 @@ def test_an_outage_is_logged_once_not_once_per_request(caplog: pytest.LogCapture
     assert [r.getMessage() for r in caplog.records] == [
         "database unavailable: couldn't get a connection after 2.00 sec"
     ]
+
+
+SOCKET = 'connection failed: connection to server on socket "/tmp/pg/.s.PGSQL.5432" failed: '
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        psycopg.OperationalError(SOCKET + "No such file or directory"),
+        psycopg.OperationalError(
+            'connection failed: connection to server at "127.0.0.1", port 5432 failed: '
+            "Connection refused"
+        ),
+        psycopg.OperationalError("failed to resolve host 'db': Name or service not known"),
+        psycopg.OperationalError(SOCKET + "FATAL:  the database system is starting up"),
+        psycopg.OperationalError(SOCKET + "FATAL:  sorry, too many clients already"),
+        PoolTimeout("couldn't get a connection after 2.00 sec"),
+        DatabaseUnavailable("down"),
+        wrapped(PoolTimeout("couldn't get a connection")),
+    ],
+)
+def test_what_a_starting_server_waits_out(exc: Exception) -> None:
+    assert is_unreachable(exc)
+
+
+def _raised_from(cause: Exception) -> DatabaseUnavailable:
+    try:
+        raise unavailable(cause) from cause
+    except DatabaseUnavailable as exc:
+        return exc
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        psycopg.OperationalError(
+            SOCKET + 'FATAL:  password authentication failed for user "memory"'
+        ),
+        psycopg.OperationalError(SOCKET + 'FATAL:  database "memroy" does not exist'),
+        psycopg.OperationalError(SOCKET + 'FATAL:  role "nobody" does not exist'),
+        psycopg.ProgrammingError('invalid connection option "foo"'),
+        DatabaseMisconfigured("the database schema is newer than this version"),
+        # Raised through the boundary, the server's refusal is still configuration.
+        _raised_from(
+            psycopg.OperationalError(SOCKET + "FATAL:  password authentication failed for")
+        ),
+        errors.UndefinedTable("relation does not exist"),
+    ],
+)
+def test_what_a_starting_server_does_not_wait_for(exc: Exception) -> None:
+    assert not is_unreachable(exc)

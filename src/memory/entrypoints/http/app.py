@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     Counter,
@@ -26,17 +27,19 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memory.application.errors import DatabaseUnavailable
 from memory.domain.access.scopes import Scope as KeyScope
 from memory.entrypoints.bootstrap import Services
 from memory.entrypoints.http import access_routes, history_routes, policy_routes
 from memory.entrypoints.http.access import Access, AccessControl, AccessTable
 from memory.entrypoints.http.body_limit import BodyLimit
-from memory.entrypoints.http.errors import EXCEPTION_HANDLERS
+from memory.entrypoints.http.errors import EXCEPTION_HANDLERS, handle_domain_error
 from memory.entrypoints.http.openapi import contract_routes
 from memory.entrypoints.logging_setup import REQUEST_ID
 from memory.entrypoints.runtime import ContextRuntime
 from memory.entrypoints.workers.database_probe import bounded_in_thread, database_problem
 from memory.entrypoints.workers.supervisor import start_workers
+from memory.infrastructure.postgres.availability import is_unreachable
 
 log = logging.getLogger(__name__)
 access_log = logging.getLogger("memory.access")
@@ -47,6 +50,9 @@ _REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 # /healthz answers within this whatever the database does (an orchestrator's probe has a
 # short timeout of its own): the database check and each context's report are cut off here.
 HEALTH_TIMEOUT_SECONDS = 1.0
+# While the database has not been reachable since start-up, building the service is tried
+# again this often (each try fails at once while nothing listens, docs/adr/0081).
+STARTUP_RETRY_SECONDS = 1.0
 
 # Every counter and histogram would get a `*_created` twin holding its creation time: noise
 # on every scrape, which no dashboard reads.
@@ -160,11 +166,102 @@ def access_table(*, metrics_public: bool) -> AccessTable:
     }
 
 
-def create_app(build: Callable[[], Services], *, run_workers: bool = True) -> Starlette:
+class UntilStarted:
+    """While the service is not built yet (the database has not been reachable since
+    start-up), /healthz answers 503 `unavailable` (saying it is starting) and every other
+    request 503 `database_unavailable` with Retry-After: nothing behind the routes exists
+    yet to ask (docs/adr/0081). `problem()`: why it is not built (for /healthz)."""
+
+    def __init__(
+        self, app: ASGIApp, *, started: Callable[[], bool], problem: Callable[[], str]
+    ) -> None:
+        self.app = app
+        self._started = started
+        self._problem = problem
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self._started():
+            await self.app(scope, receive, send)
+            return
+        if scope["path"] == "/healthz":
+            health = {
+                "status": "unavailable",
+                "database": self._problem(),
+                "contexts": {},
+                "starting": True,
+            }
+            await JSONResponse(health, 503)(scope, receive, send)
+            return
+        waiting = DatabaseUnavailable(
+            "the database has not been reachable since the service started; retry later"
+        )
+        response = await handle_domain_error(Request(scope), waiting)
+        await response(scope, receive, send)
+
+
+def create_app(
+    build: Callable[[], Services],
+    *,
+    run_workers: bool = True,
+    on_fatal: Callable[[BaseException], None] | None = None,
+) -> Starlette:
     """`build` constructs the services (opens the pool, migrates); it runs in a worker thread
     at start-up so that the event loop is never blocked. The middlewares read their settings
-    (body limit, rate limit, whether /metrics is public) from the services' settings."""
+    (body limit, rate limit, whether /metrics is public) from the services' settings.
+
+    If the database cannot be reached at start-up, the app starts anyway: /healthz and
+    every other route answer 503 until a retry of `build` succeeds, and then the service
+    (routes, workers) starts without a restart. Any other failure of `build` stops start-up;
+    one that only shows once the database answers (it refuses our credentials) is passed
+    to `on_fatal`, which should stop the server."""
     state: dict[str, Any] = {}
+
+    def built() -> Services:
+        services = build()
+        try:
+            # Built now, in this thread: its audit trail creates its event table on first use.
+            _ = services.access
+        except BaseException:
+            services.close()
+            raise
+        return services
+
+    def install(app: Starlette, services: Services, tg: TaskGroup) -> None:
+        """Routes first, then the services, so no request sees one without the other."""
+        for ctx in services.contexts:
+            for route in ctx.routes():
+                app.router.routes.append(route)
+        app.router.routes.extend(access_routes.access_routes(services.access, services.audit))
+        app.state.services = services
+        state["services"] = services
+        if run_workers:
+            start_workers(tg, services.contexts, services.database)
+
+    async def build_when_reachable(app: Starlette, tg: TaskGroup) -> None:
+        while True:
+            await anyio.sleep(STARTUP_RETRY_SECONDS)
+            try:
+                # Shielded: services built while shutdown begins are installed and then
+                # closed by the lifespan, never left open.
+                with anyio.CancelScope(shield=True):
+                    services = await anyio.to_thread.run_sync(built)
+            except Exception as exc:
+                if is_unreachable(exc):
+                    continue
+                log.error("cannot start: %s", exc)
+                state["fatal"] = exc
+                if on_fatal is not None:
+                    on_fatal(exc)
+                return
+            install(app, services, tg)
+            log.info("the database answers: service started")
+            return
+
+    def problem() -> str:
+        fatal = state.get("fatal")
+        if fatal is not None:
+            return f"unavailable: {fatal}"
+        return "unavailable: not reached since start-up; starting as soon as it answers"
 
     async def healthz(request: Request) -> Response:
         services: Services = state["services"]
@@ -193,23 +290,25 @@ def create_app(build: Callable[[], Services], *, run_workers: bool = True) -> St
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        services = await anyio.to_thread.run_sync(build)
-        # Built now, in a thread: its audit trail creates its event table on first use.
-        await anyio.to_thread.run_sync(lambda: services.access)
-        state["services"] = services
-        app.state.services = services
-        for ctx in services.contexts:
-            for route in ctx.routes():
-                app.router.routes.append(route)
-        app.router.routes.extend(access_routes.access_routes(services.access, services.audit))
+        first: Services | None = None
+        try:
+            first = await anyio.to_thread.run_sync(built)
+        except Exception as exc:
+            if not is_unreachable(exc):
+                raise
+            log.warning("the database cannot be reached; answering 503 until it can, then starting")
         try:
             async with anyio.create_task_group() as tg:
-                if run_workers:
-                    start_workers(tg, services.contexts, services.database)
+                if first is not None:
+                    install(app, first, tg)
+                else:
+                    tg.start_soon(build_when_reachable, app, tg)
                 yield
                 tg.cancel_scope.cancel()
         finally:
-            await anyio.to_thread.run_sync(services.close)
+            services: Services | None = state.get("services")
+            if services is not None:
+                await anyio.to_thread.run_sync(services.close)
 
     app = Starlette(
         routes=[Route("/healthz", healthz), Route("/metrics", metrics), *contract_routes()],
@@ -224,6 +323,7 @@ def create_app(build: Callable[[], Services], *, run_workers: bool = True) -> St
         rate_limits=lambda: state["services"].rate_limits,
     )
     app.add_middleware(BodyLimit, max_bytes=lambda: state["services"].settings.max_body_bytes)
+    app.add_middleware(UntilStarted, started=lambda: "services" in state, problem=problem)
     app.add_middleware(RequestMetrics)
     return app
 

@@ -30,6 +30,24 @@ CONNECTION_FAILURE_SQLSTATES = ("08", "57P")
 # line for the first failure and then at most one line per this many seconds.
 LOG_INTERVAL_SECONDS = 60.0
 
+# What the server says when it refuses a connection for now, not for good (libpq passes on
+# the server's message; a connection attempt's error carries no SQLSTATE): 57P03
+# cannot_connect_now and 53300 too_many_connections. Any other refusal from a server that
+# answered (bad password, unknown role or database, pg_hba) is configuration: waiting will
+# not change it. A server with non-English `lc_messages` words these differently; its
+# refusals then count as configuration too, so start-up fails and says why.
+TRANSIENT_REFUSALS = (
+    "the database system is starting up",
+    "the database system is shutting down",
+    "the database system is in recovery mode",
+    "the database system is not yet accepting connections",
+    "the database system is not accepting connections",
+    "sorry, too many clients already",
+    "remaining connection slots are reserved",
+)
+# libpq's prefix of a refusal sent by the server itself (rather than a failure to reach it).
+SERVER_REFUSAL = "FATAL:"
+
 _log_lock = threading.Lock()
 _last_logged = -LOG_INTERVAL_SECONDS
 
@@ -47,6 +65,48 @@ def is_connection_failure(exc: BaseException | None) -> bool:
             return exc.sqlstate is None or exc.sqlstate.startswith(CONNECTION_FAILURE_SQLSTATES)
         exc = exc.__cause__
     return False
+
+
+class DatabaseMisconfigured(Exception):
+    """The database answered and refused this configuration (credentials, database name,
+    connection string, or a schema newer than this code): retrying will not help, so a
+    starting process stops and says why instead of waiting for it."""
+
+
+def is_unreachable(exc: BaseException | None) -> bool:
+    """True if `exc` (or an error it was raised from) means the database cannot be reached
+    *for now* (down, starting, no free connection): a connection failure that is not a
+    refusal of the configuration. What a starting server waits out (docs/adr/0081)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, DatabaseMisconfigured):
+            return False
+        if isinstance(exc, psycopg.OperationalError):
+            if not is_connection_failure(exc):
+                return False
+            text = str(exc)
+            return SERVER_REFUSAL not in text or any(t in text for t in TRANSIENT_REFUSALS)
+        if exc.__cause__ is None and isinstance(exc, DatabaseUnavailable):
+            return True
+        exc = exc.__cause__
+    return False
+
+
+def reach(url: str, *, connect_timeout: int) -> None:
+    """Open one connection to `url` and close it: `DatabaseUnavailable` if the database
+    cannot be reached for now, `DatabaseMisconfigured` if it refuses this configuration
+    (or the URL is not one)."""
+    try:
+        psycopg.connect(url, connect_timeout=connect_timeout).close()
+    except psycopg.ProgrammingError as exc:  # libpq could not even parse the URL
+        raise DatabaseMisconfigured(f"MEMORY_DATABASE_URL is not a valid URL: {exc}") from exc
+    except psycopg.OperationalError as exc:
+        if is_unreachable(exc):
+            raise unavailable(exc) from exc
+        raise DatabaseMisconfigured(
+            f"the database refused the connection: {_server_message(exc)}"
+        ) from exc
 
 
 def unavailable(exc: BaseException) -> DatabaseUnavailable:
@@ -75,6 +135,14 @@ def database_boundary() -> Iterator[None]:
         if is_connection_failure(exc):
             raise unavailable(exc) from exc
         raise
+
+
+def _server_message(exc: BaseException) -> str:
+    """The server's own words (`password authentication failed for user "x"`), without
+    libpq's preamble naming the socket or host."""
+    text = _first_line(exc)
+    _, found, message = text.partition(SERVER_REFUSAL)
+    return message.strip() if found else text
 
 
 def _first_line(exc: BaseException) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib import resources
@@ -23,7 +23,11 @@ from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from memory.infrastructure.postgres.availability import database_boundary
+from memory.infrastructure.postgres.availability import (
+    DatabaseMisconfigured,
+    database_boundary,
+    reach,
+)
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +116,32 @@ class Database:
         )
 
     def open(self, *, wait_seconds: float = 30.0) -> None:
+        """Open the pool once one connection succeeds. A database that cannot be reached
+        fails at once with `DatabaseUnavailable`, one that refuses this configuration with
+        `DatabaseMisconfigured`, rather than after `wait_seconds` of the pool's retries."""
+        self.reach()
         self.pool.open(wait=True, timeout=wait_seconds)
+
+    def reach(self) -> None:
+        """One connection to each URL, opened and closed: `DatabaseUnavailable` while the
+        database cannot be reached, `DatabaseMisconfigured` if it refuses us."""
+        for url in dict.fromkeys((self.url, self.direct_url)):
+            reach(url, connect_timeout=connect_timeout(self.timeout))
+
+    def check_schema(self) -> None:
+        """`DatabaseMisconfigured` if a newer version of memory migrated this database
+        (it holds migrations this code does not know): this code would misread it."""
+        with self.session() as conn:
+            exists = conn.execute(
+                "SELECT to_regclass('memory_schema_migrations') IS NOT NULL AS yes"
+            ).fetchone()
+            if exists is None or not exists["yes"]:
+                return
+            applied = [
+                str(row["name"])
+                for row in conn.execute("SELECT name FROM memory_schema_migrations")
+            ]
+        _refuse_unknown_migrations(applied)
 
     def close(self) -> None:
         self.pool.close()
@@ -227,6 +256,7 @@ class Database:
                     str(row["name"])
                     for row in conn.execute("SELECT name FROM memory_schema_migrations")
                 }
+                _refuse_unknown_migrations(done)
                 for name, text in _migration_files():
                     if name in done:
                         continue
@@ -240,6 +270,16 @@ class Database:
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
         return applied_now
+
+
+def _refuse_unknown_migrations(applied: Iterable[str]) -> None:
+    known = {name for name, _ in _migration_files()}
+    unknown = sorted(set(applied) - known)
+    if unknown:
+        raise DatabaseMisconfigured(
+            "the database schema is newer than this version of memory (it has migrations "
+            f"{', '.join(unknown)}, which this version does not know): run the newer version"
+        )
 
 
 def _migration_files() -> list[tuple[str, str]]:
