@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 from tests.conftest import AUTH_HEADERS
-from tests.e2e.processes import HASH_MODELS, serve, terminate, wait_healthy
+from tests.e2e.processes import HASH_MODELS, memory_cli, serve, terminate, wait_healthy
 
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
 
@@ -203,3 +203,22 @@ def test_a_newer_schema_stops_start_up_also_when_found_after_waiting(
     assert proc.returncode == 2, output
     assert "newer" in output and "9999_from_the_future.sql" in output
     assert isinstance(proc, subprocess.Popen)
+
+
+def test_a_command_says_why_it_cannot_use_the_database(database_url: str, tmp_path: Path) -> None:
+    refused = memory_cli(
+        tmp_path,
+        "keys",
+        "list",
+        MEMORY_DATABASE_URL=make_conninfo(database_url, user="nobody", password="wrong"),
+    )
+    assert refused.returncode == 2 and "password authentication failed" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    down = memory_cli(
+        tmp_path,
+        "keys",
+        "list",
+        MEMORY_DATABASE_URL=f"postgresql://memory@127.0.0.1:{free_port()}/m",
+    )
+    assert down.returncode == 2 and "unavailable" in down.stderr, down.stderr
+    assert "Traceback" not in down.stderr

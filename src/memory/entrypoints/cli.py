@@ -13,6 +13,7 @@ from types import FrameType
 from pydantic import ValidationError
 from tqdm.contrib.logging import logging_redirect_tqdm
 
+from memory.application.errors import DatabaseUnavailable
 from memory.entrypoints import cli_output
 from memory.entrypoints.database_url import HomeHasNoDatabase
 from memory.entrypoints.logging_setup import configure_logging
@@ -38,7 +39,6 @@ def _raise_shutdown(signum: int, frame: object) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from memory.application.errors import DatabaseUnavailable
     from memory.entrypoints.admin_key import ensure_admin_key
     from memory.entrypoints.bootstrap import Services, build_services
     from memory.entrypoints.database_url import database_url
@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.func(args))
     except (KeyboardInterrupt, ShutdownRequested):
         return 0
-    except (HomeHasNoDatabase, DatabaseMisconfigured) as exc:
+    except (HomeHasNoDatabase, DatabaseMisconfigured, DatabaseUnavailable) as exc:
         cli_output.error(str(exc))
         return 2
 
