@@ -37,6 +37,7 @@ from memory.domain.history.search import (
     HistoryQuery,
 )
 from memory.entrypoints.http.access import Access, AccessTable, api_key
+from memory.entrypoints.http.database_stall import watched
 from memory.entrypoints.http.parsing import (
     parse_body,
     parse_query,
@@ -74,7 +75,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         org_id = _org(request)
         body = await parse_body(request, IngestBody)
         events = [e.to_domain() for e in body.events]
-        result = await anyio.to_thread.run_sync(service.ingest, org_id, events)
+        result = await watched(lambda: service.ingest(org_id, events))
         return JSONResponse(
             {
                 "event_ids": result.event_ids,
@@ -95,7 +96,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
             since=params.since,
             until=params.until,
         )
-        result = await anyio.to_thread.run_sync(service.search, org_id, query)
+        result = await watched(lambda: service.search(org_id, query))
         body: dict[str, Any] = {
             "results": [_hit(h) for h in result.hits],
             "semantic": result.semantic.value,

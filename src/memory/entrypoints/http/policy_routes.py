@@ -45,6 +45,7 @@ from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.search import PolicyDocument, SimilarityResult
 from memory.domain.policy.versions import PolicyVersion
 from memory.entrypoints.http.access import Access, AccessTable, api_key
+from memory.entrypoints.http.database_stall import watched
 from memory.entrypoints.http.parsing import parse_body, parse_path, parse_query
 
 T = TypeVar("T")
@@ -65,7 +66,7 @@ ACCESS: AccessTable = {
 def policy_routes(service: PolicyService, *, search_timeout: float) -> list[BaseRoute]:
     async def store(request: Request) -> Response:
         body = await parse_body(request, StoreBody)
-        receipt: StoreReceipt = await anyio.to_thread.run_sync(
+        receipt: StoreReceipt = await watched(
             lambda: service.store(body.policy_id, body.content, body.metadata)
         )
         return JSONResponse(
@@ -77,7 +78,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
     async def update(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
         body = await parse_body(request, UpdateBody)
-        receipt: StoreReceipt = await anyio.to_thread.run_sync(
+        receipt: StoreReceipt = await watched(
             lambda: service.update(policy_id, body.content, body.metadata)
         )
         return JSONResponse(_receipt_json(receipt), 200)
@@ -105,7 +106,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
     async def delete(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
         actor = actor_of(api_key(request.scope))
-        await anyio.to_thread.run_sync(lambda: service.delete(policy_id, actor=actor))
+        await watched(lambda: service.delete(policy_id, actor=actor))
         return Response(status_code=204)
 
     async def versions(request: Request) -> Response:

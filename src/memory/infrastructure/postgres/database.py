@@ -28,6 +28,7 @@ from memory.infrastructure.postgres.availability import (
     database_boundary,
     reach,
 )
+from memory.infrastructure.postgres.database_waits import waiting_on_database
 
 log = logging.getLogger(__name__)
 
@@ -157,11 +158,11 @@ class Database:
         it: it commits only when the whole transaction does."""
         ambient = self._ambient.get()
         if ambient is not None:
-            with database_boundary(), ambient.transaction():
+            with waiting_on_database(), database_boundary(), ambient.transaction():
                 yield ambient
             return
         wait = self.timeout if timeout is None else min(timeout, self.timeout)
-        with database_boundary():
+        with waiting_on_database(), database_boundary():
             conn = self._live_connection(wait)
             try:
                 # As the pool's `connection()`: commit on success, roll back on error.

@@ -37,6 +37,7 @@ from memory.infrastructure.postgres.database import (
     RECONNECT_GIVE_UP_SECONDS,
     connect_timeout,
 )
+from memory.infrastructure.postgres.database_waits import waiting_on_database
 
 # The library's own retry of errors other than a connection failure (serialisation
 # failures, a connection that broke mid-statement), kept as it was.
@@ -60,7 +61,8 @@ def retry_unless_outage(attempt: F) -> F:
     def call(*args: Any, **kwargs: Any) -> Any:
         for attempts in range(1, LIBRARY_RETRY_ATTEMPTS + 1):
             try:
-                return attempt(*args, **kwargs)
+                with waiting_on_database():
+                    return attempt(*args, **kwargs)
             except (InterfaceError, OperationalError) as exc:
                 last = attempts == LIBRARY_RETRY_ATTEMPTS
                 if is_connection_failure(exc):
