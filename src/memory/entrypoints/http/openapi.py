@@ -83,6 +83,8 @@ ORG = "/v1/orgs/{org_id}"
 ORG_FLAG = "/v1/orgs/{org_id}/feature-flags/{flag}"
 CONFLICT = {409: ["conflict"]}
 TIMEOUT = {504: ["timeout"]}
+# A write or search whose database stopped answering (docs/adr/0082).
+STALLED = TIMEOUT
 # Each path's parameters, found by their names (`_path_model`).
 PATH_MODELS: tuple[type[BaseModel], ...] = (
     p.PolicyPath,
@@ -149,7 +151,7 @@ OPERATIONS: tuple[Operation, ...] = (
     # Policy memory
     _policies(
         "POST /v1/policies", "storePolicy", "Store a new policy", s.StoreReceiptBody,
-        status=201, body=p.StoreBody, errors=[EMBEDDING, CONFLICT],
+        status=201, body=p.StoreBody, errors=[EMBEDDING, CONFLICT, STALLED],
     ),
     _policies(
         "GET /v1/policies", "listPolicies", "List policies, newest first", s.PolicyPageBody,
@@ -161,11 +163,12 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     _policies(
         "PUT /v1/policies/{policy_id}", "updatePolicy", "Record a new version",
-        s.StoreReceiptBody, body=p.UpdateBody, errors=[EMBEDDING, NOT_FOUND, CONFLICT],
+        s.StoreReceiptBody, body=p.UpdateBody,
+        errors=[EMBEDDING, NOT_FOUND, CONFLICT, STALLED],
     ),
     _policies(
         "DELETE /v1/policies/{policy_id}", "deletePolicy", "Delete a policy", None,
-        status=204, errors=[NOT_FOUND, CONFLICT],
+        status=204, errors=[NOT_FOUND, CONFLICT, STALLED],
     ),
     _policies(
         "GET /v1/policies/{policy_id}/versions", "policyVersions", "A policy's version history",
@@ -183,7 +186,7 @@ OPERATIONS: tuple[Operation, ...] = (
     # History search
     _history(
         f"POST {ORG}/chat-events", "ingestChatEvents", "Ingest chat events", s.IngestReceiptBody,
-        status=201, body=h.IngestBody,
+        status=201, body=h.IngestBody, errors=[STALLED],
     ),
     _history(
         f"DELETE {ORG}/chat-events", "eraseChatEvents",
@@ -193,7 +196,7 @@ OPERATIONS: tuple[Operation, ...] = (
     _history(f"DELETE {ORG}", "eraseOrg", "Erase everything an org has", s.OrgErasureBody),
     _history(
         f"GET {ORG}/history/search", "searchHistory", "Hybrid search of chat history",
-        s.HistorySearchBody, query=h.SearchParams,
+        s.HistorySearchBody, query=h.SearchParams, errors=[STALLED],
     ),
     _history(
         "POST /v1/sweep", "runSweep", "Run one sweep pass now", s.SweepReportBody,
