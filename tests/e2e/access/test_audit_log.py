@@ -90,6 +90,7 @@ async def test_every_administrative_change_is_listed_newest_first(full_app: Full
             "name": "globex admin",
             "org_id": "globex",
             "scopes": ["admin"],
+            "expires_at": None,
         }
         assert CHAT_TEXT not in listed.text and key["secret"] not in listed.text
 

@@ -41,7 +41,12 @@ def test_a_key_change_is_recorded_with_who_and_what_never_the_secret(
     revoked, made = entries
     assert made.actor == Actor("cli", "cli:test") and made.org_id == "acme"
     assert made.target == created.key.key_id and made.before is None
-    assert made.after == {"name": "bot", "org_id": "acme", "scopes": ["history:read"]}
+    assert made.after == {
+        "name": "bot",
+        "org_id": "acme",
+        "scopes": ["history:read"],
+        "expires_at": None,
+    }
     assert revoked.before == {"revoked_at": None} and revoked.after["revoked_at"] is not None
     with database.connection() as conn:
         events = str(conn.execute("SELECT state FROM auditlog_events").fetchall())
