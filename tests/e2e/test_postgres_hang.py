@@ -10,13 +10,11 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from tests.conftest import AUTH_HEADERS
 from tests.e2e.processes import HASH_MODELS, serve, terminate, wait_healthy
 
@@ -29,16 +27,6 @@ HEALTH_ANSWER_SECONDS = 4.0
 SEARCH_ANSWER_SECONDS = 6.0
 WRITE_ANSWER_SECONDS = DATABASE_STALL_SECONDS + 6.0
 RECOVERY_SECONDS = 15.0
-
-
-@pytest.fixture
-def cluster(cluster_home: Path) -> Iterator[EmbeddedPostgres]:
-    cluster = EmbeddedPostgres(cluster_home / "pg", durable=False, port=free_port())
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def _cluster_processes(cluster: EmbeddedPostgres) -> list[int]:

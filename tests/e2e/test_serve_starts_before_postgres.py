@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +26,6 @@ ANSWER_SECONDS = 2.5
 RECOVERY_SECONDS = 30.0
 # A refused configuration: start-up stops at once (the pool alone would wait 30 s).
 REFUSAL_SECONDS = 25.0
-
-
-@pytest.fixture
-def cluster(cluster_home: Path) -> Iterator[EmbeddedPostgres]:
-    """A cluster of the test's own (a fixed port, so it comes back at the same URL)."""
-    cluster = EmbeddedPostgres(cluster_home / "pg", durable=False, port=free_port())
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def _timed(method: str, url: str, **kwargs: Any) -> tuple[httpx.Response, float]:
