@@ -4,6 +4,8 @@
 #   - pgvector >= 0.7 for that PostgreSQL (distro package when one exists, else a source build)
 #   - PgBouncer (Debian's package), with the dev extras only: the replica tests run it in
 #     transaction pooling mode in front of their cluster (`make run` does not need it)
+#   - Chromium and its WebDriver (Debian's `chromium`, `chromium-driver`), with the dev extras
+#     only: the console's e2e tests drive a headless browser
 #   - a virtual environment at .venv with the project's locked runtime dependencies
 #     (requirements.lock); with MEMORY_EXTRAS=dev (what `make test` sets) the locked dev
 #     tools too (requirements-dev.lock): `make run` installs no linter or test runner
@@ -132,6 +134,16 @@ ensure_pgbouncer() {
     apt_install pgbouncer
 }
 
+ensure_chromium() {
+    case ",$EXTRAS," in *,dev,*) ;; *) return ;; esac
+    if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
+        log "Chromium and chromedriver found"
+        return
+    fi
+    log "installing Chromium and chromedriver (for the console's browser tests)"
+    apt_install chromium chromium-driver
+}
+
 ensure_venv() {
     if [ ! -x "$VENV/bin/python" ]; then
         log "creating virtual environment at $VENV"
@@ -166,5 +178,6 @@ ensure_venv() {
 ensure_postgres
 ensure_pgvector
 ensure_pgbouncer
+ensure_chromium
 ensure_venv
 log "done"

@@ -1,6 +1,7 @@
 """No route is open by accident: every route the app registers answers 401 without a key,
-except /healthz, the contract (/openapi.json, /docs) and /metrics when configured public; a
-route without an access rule is refused even to an admin key."""
+except /healthz, the contract (/openapi.json, /docs), the console's static files and
+/metrics when configured public; a route without an access rule is refused even to an admin
+key."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ PARAMS = {
     "embedding_ref": "e",
     "key_id": "key_0000000000000000",
     "asset": "swagger-ui.css",
+    "file": "app.js",
 }
 
 
@@ -32,6 +34,8 @@ def _fill(template: str) -> str:
 async def test_every_registered_route_needs_a_key(full_app: FullApp, metrics_public: bool) -> None:
     # The contract and its reference hold no data (ADR 0065).
     contract = {("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/docs/{asset}")}
+    # The console's static files: its data comes from /v1 with the operator's key.
+    contract |= {("GET", "/console"), ("GET", "/console/{file}")}
     open_routes = (
         {("GET", "/healthz")} | contract | ({("GET", "/metrics")} if metrics_public else set())
     )

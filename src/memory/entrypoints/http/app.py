@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memory.application.errors import DatabaseUnavailable
 from memory.domain.access.scopes import Scope as KeyScope
 from memory.entrypoints.bootstrap import Services
-from memory.entrypoints.http import access_routes, history_routes, policy_routes
+from memory.entrypoints.http import access_routes, console_routes, history_routes, policy_routes
 from memory.entrypoints.http.access import Access, AccessControl, AccessTable
 from memory.entrypoints.http.body_limit import BodyLimit
 from memory.entrypoints.http.errors import EXCEPTION_HANDLERS, handle_domain_error
@@ -160,6 +160,8 @@ def access_table(*, metrics_public: bool) -> AccessTable:
         ("GET", "/metrics"): (
             Access.public() if metrics_public else Access.every_org(KeyScope.ADMIN)
         ),
+        # The console's static files (its data comes from /v1, with the operator's key).
+        **console_routes.ACCESS,
         **policy_routes.ACCESS,
         **history_routes.ACCESS,
         **access_routes.ACCESS,
@@ -311,7 +313,12 @@ def create_app(
                 await anyio.to_thread.run_sync(services.close)
 
     app = Starlette(
-        routes=[Route("/healthz", healthz), Route("/metrics", metrics), *contract_routes()],
+        routes=[
+            Route("/healthz", healthz),
+            Route("/metrics", metrics),
+            *contract_routes(),
+            *console_routes.console_routes(),
+        ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )

@@ -261,7 +261,14 @@ OPERATIONS: tuple[Operation, ...] = (
 # fmt: on
 # Served as they are, outside the JSON contract.
 UNDOCUMENTED = frozenset(
-    {("GET", "/metrics"), ("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/docs/{asset}")}
+    {
+        ("GET", "/metrics"),
+        ("GET", "/openapi.json"),
+        ("GET", "/docs"),
+        ("GET", "/docs/{asset}"),
+        ("GET", "/console"),
+        ("GET", "/console/{file}"),
+    }
 )
 EXTRA_SCHEMAS: tuple[type[BaseModel], ...] = (
     s.ErrorBody,

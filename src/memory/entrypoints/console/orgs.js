@@ -1,0 +1,203 @@
+// Orgs: an org's flag layers, retention and sweep partitions (watermark, lag, poisoned
+// windows), with its flags and retention editable (the server lets only admin keys change).
+import { api } from "./api.js";
+import { badge, errorBox, facts, field, h, replace, seconds, table, when, yesNo } from "./dom.js";
+
+/** The org ids the service knows, for the pickers of other pages. */
+export async function knownOrgs() {
+  return [];
+}
+
+export async function render(container, args) {
+  if (args.length) {
+    await renderOrg(container, args[0]);
+    return;
+  }
+  const id = h("input", { id: "org-id", required: true, autocomplete: "off", placeholder: "acme" });
+  const form = h(
+    "form",
+    { class: "playground", autocomplete: "off" },
+    field("Org id", id),
+    h("div", { class: "actions" }, h("button", { type: "submit", id: "org-open" }, "Open")),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    location.hash = `#/orgs/${encodeURIComponent(id.value.trim())}`;
+  });
+  replace(container, h("div", { class: "title" }, h("h2", {}, "Orgs")), form);
+}
+
+async function renderOrg(container, orgId) {
+  const path = `/v1/orgs/${encodeURIComponent(orgId)}`;
+  const flagsBox = h("section", { class: "card", "data-testid": "org-flags" });
+  const retentionBox = h("section", { class: "card", "data-testid": "org-retention" });
+  const sweepBox = h("section", { class: "card", "data-testid": "org-sweep" });
+  replace(
+    container,
+    h("div", { class: "title" }, h("h2", {}, h("a", { href: "#/orgs" }, "Orgs"), " / ", h("span", { "data-testid": "org-title" }, orgId))),
+    h("p", { class: "hint" }, "Changing a flag or the retention needs an admin key for this org; the server refuses other keys."),
+    flagsBox,
+    retentionBox,
+    sweepBox,
+  );
+
+  async function loadFlags() {
+    replace(flagsBox, h("h3", {}, "Feature flags"), h("p", { class: "loading" }, "Loading…"));
+    try {
+      const answer = await api("GET", `${path}/feature-flags`);
+      replace(flagsBox, h("h3", {}, "Feature flags"), flagsView(answer));
+    } catch (error) {
+      replace(flagsBox, h("h3", {}, "Feature flags"), errorBox(error));
+    }
+  }
+
+  function flagsView(answer) {
+    const message = h("div", { "data-testid": "flag-message" });
+    async function change(flag, enabled) {
+      replace(message, h("p", { class: "loading" }, "Saving…"));
+      try {
+        const url = `${path}/feature-flags/${encodeURIComponent(flag)}`;
+        if (enabled === null) await api("DELETE", url);
+        else await api("PUT", url, { body: { enabled } });
+        await loadFlags();
+      } catch (error) {
+        replace(message, errorBox(error));
+      }
+    }
+    return [
+      facts([["Semantic search", h("span", { "data-testid": "semantic-search" }, yesNo(answer.semantic_search, "on", "off"))]]),
+      table(
+        [
+          ["Flag", (f) => h("code", {}, f.flag)],
+          ["Global", (f) => yesNo(f.global, "on", "off")],
+          ["This org", (f) => (f.org === null ? badge("not set", "muted") : yesNo(f.org, "on", "off"))],
+          ["Effective", (f) => h("span", { "data-testid": `effective-${f.flag}` }, yesNo(f.effective, "on", "off"))],
+          [
+            "Change for this org",
+            (f) =>
+              h(
+                "span",
+                { class: "inline" },
+                h("button", { type: "button", class: "secondary", "data-testid": `flag-on-${f.flag}`, disabled: f.org === true, onclick: () => change(f.flag, true) }, "On"),
+                h("button", { type: "button", class: "secondary", "data-testid": `flag-off-${f.flag}`, disabled: f.org === false, onclick: () => change(f.flag, false) }, "Off"),
+                h("button", { type: "button", class: "secondary", "data-testid": `flag-clear-${f.flag}`, disabled: f.org === null, onclick: () => change(f.flag, null) }, "Use global"),
+              ),
+          ],
+        ],
+        answer.flags,
+        { testid: "flags", empty: "No flags." },
+      ),
+      message,
+    ];
+  }
+
+  async function loadRetention() {
+    replace(retentionBox, h("h3", {}, "Retention"), h("p", { class: "loading" }, "Loading…"));
+    let answer;
+    try {
+      answer = await api("GET", `${path}/retention`);
+    } catch (error) {
+      replace(retentionBox, h("h3", {}, "Retention"), errorBox(error));
+      return;
+    }
+    const days = h("input", { id: "retention-days", inputmode: "numeric", value: answer.days, autocomplete: "off" });
+    const message = h("div", { "data-testid": "retention-message" });
+    const form = h(
+      "form",
+      { class: "inline-form", autocomplete: "off" },
+      field("Days", days),
+      h("button", { type: "submit", id: "retention-save" }, "Save"),
+    );
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      replace(message, h("p", { class: "loading" }, "Saving…"));
+      const text = days.value.trim();
+      // Sent as typed (a number when it is one): the server's message says what is wrong.
+      const value = /^-?\d+$/.test(text) ? Number(text) : text;
+      try {
+        await api("PUT", `${path}/retention`, { body: { days: value } });
+        await loadRetention();
+      } catch (error) {
+        replace(message, errorBox(error));
+      }
+    });
+    replace(
+      retentionBox,
+      h("h3", {}, "Retention"),
+      facts([
+        ["Kept for", h("span", { "data-testid": "retention-days-shown" }, `${answer.days} days`)],
+        ["Source", answer.default ? "the service's default" : "set for this org"],
+      ]),
+      form,
+      message,
+    );
+  }
+
+  async function loadSweep() {
+    replace(sweepBox, h("h3", {}, "Sweep"), h("p", { class: "loading" }, "Loading…"));
+    try {
+      const status = await api("GET", `${path}/sweep`);
+      replace(sweepBox, h("h3", {}, "Sweep"), sweepView(status));
+    } catch (error) {
+      replace(sweepBox, h("h3", {}, "Sweep"), errorBox(error));
+    }
+  }
+
+  await Promise.all([loadFlags(), loadRetention(), loadSweep()]);
+}
+
+function sweepView(status) {
+  const poisoned = status.partitions.flatMap((p) => p.poison_windows.map((w) => ({ ...w, partition: `${p.provider}/${p.channel_id}` })));
+  const poisonEvents = status.partitions.flatMap((p) => p.poison_events.map((e) => ({ ...e, partition: `${p.provider}/${p.channel_id}` })));
+  return [
+    facts([
+      ["Model", h("code", {}, status.model)],
+      ["Semantic search", yesNo(status.semantic_search, "on", "off")],
+      ["Partitions", status.partitions.length],
+    ]),
+    table(
+      [
+        ["Partition", (p) => `${p.provider}/${p.channel_id}`],
+        ["Watermark", (p) => (p.watermark.position ? when(p.watermark.position.occurred_at) : h("span", { class: "muted" }, "not started"))],
+        ["Lag (events)", (p) => badge(String(p.lag.events), p.lag.events === 0 ? "good" : "warn"), "num"],
+        ["Oldest closed window waiting", (p) => seconds(p.lag.oldest_closed_window_age_seconds)],
+        ["Embedded", (p) => p.windows_embedded, "num"],
+        ["Skipped", (p) => p.windows_skipped, "num"],
+        ["Poisoned", (p) => (p.poison_windows.length ? badge(String(p.poison_windows.length), "bad") : "0"), "num"],
+        ["Stalled", (p) => (p.stalled ? badge(p.last_stall ? p.last_stall.reason : "stalled", "bad") : badge("no", "good"))],
+        ["Last advanced", (p) => when(p.last_advanced_at)],
+      ],
+      status.partitions,
+      { testid: "partitions", empty: "This org has no chat partitions yet." },
+    ),
+    h("h4", {}, "Poisoned windows"),
+    table(
+      [
+        ["Partition", (w) => w.partition],
+        ["Window", (w) => h("code", {}, w.window_id)],
+        ["Messages", (w) => w.message_count, "num"],
+        ["From", (w) => (w.first ? when(w.first.occurred_at) : "")],
+        ["To", (w) => (w.last ? when(w.last.occurred_at) : "")],
+        ["Reason", (w) => w.reason],
+        ["Recorded", (w) => when(w.recorded_at)],
+      ],
+      poisoned,
+      { testid: "poison-windows", empty: "No poisoned windows." },
+    ),
+    poisonEvents.length
+      ? [
+          h("h4", {}, "Poisoned events"),
+          table(
+            [
+              ["Partition", (e) => e.partition],
+              ["Event", (e) => h("code", {}, e.event_id)],
+              ["Reason", (e) => e.reason],
+              ["Recorded", (e) => when(e.recorded_at)],
+            ],
+            poisonEvents,
+            { testid: "poison-events" },
+          ),
+        ]
+      : null,
+  ];
+}

@@ -1,0 +1,161 @@
+// Overview: /healthz as it is (models, projector lag, last sweep and purge, database).
+import { api } from "./api.js";
+import { badge, errorBox, facts, h, replace, seconds, table, when, yesNo } from "./dom.js";
+
+export async function render(container) {
+  const body = h("div", {}, "Loading…");
+  replace(
+    container,
+    h("div", { class: "title" }, h("h2", {}, "Overview"), h("button", { type: "button", class: "secondary", onclick: () => load(body) }, "Refresh")),
+    body,
+  );
+  await load(body);
+}
+
+async function load(body) {
+  let health;
+  try {
+    // 503 still carries the report: which part is down is what an operator wants to see.
+    health = await api("GET", "/healthz", { auth: false, accept: [503] });
+  } catch (error) {
+    replace(body, errorBox(error));
+    return;
+  }
+  const contexts = Object.entries(health.contexts || {});
+  replace(
+    body,
+    h(
+      "section",
+      { class: "card" },
+      h("h3", {}, "Service"),
+      facts(
+        [
+          ["Status", health.status === "ok" ? badge("ok", "good") : badge(health.status, "bad")],
+          ["Database", health.database === "ok" ? badge("ok", "good") : h("span", { class: "bad-text" }, health.database)],
+          ["Checked", when(new Date().toISOString())],
+        ],
+        "service",
+      ),
+    ),
+    h("section", { class: "card" }, h("h3", {}, "Models"), modelsTable(contexts)),
+    projectors(contexts),
+    sweeps(contexts),
+    contexts
+      .filter(([, report]) => report.error)
+      .map(([name, report]) => h("section", { class: "card" }, h("h3", {}, `${name}: no report`), h("p", { class: "bad-text" }, report.error))),
+  );
+}
+
+function modelsTable(contexts) {
+  const rows = contexts.filter(([, report]) => report.model).map(([name, report]) => ({ name, ...report.model }));
+  return table(
+    [
+      ["Context", (m) => m.name],
+      ["Model", (m) => h("code", {}, m.id)],
+      ["Dimensions", (m) => m.dimensions, "num"],
+      ["Available", (m) => yesNo(m.available, "available", "unavailable")],
+      ["Breaker", (m) => (m.breaker ? breaker(m.breaker) : h("span", { class: "muted" }, "none"))],
+      ["Detail", (m) => m.detail || ""],
+    ],
+    rows,
+    { testid: "models", empty: "No context reported a model." },
+  );
+}
+
+function breaker(state) {
+  const name = state.state || "unknown";
+  return h(
+    "span",
+    {},
+    badge(name, name === "closed" ? "good" : "bad"),
+    state.consecutive_failures ? ` ${state.consecutive_failures} failures in a row` : "",
+    state.probe_in_seconds !== undefined ? `, next probe in ${state.probe_in_seconds} s` : "",
+  );
+}
+
+function projectors(contexts) {
+  const rows = contexts.filter(([, report]) => report.projector).map(([name, report]) => ({ name, ...report.projector, mode: report.search_mode }));
+  if (!rows.length) return null;
+  return h(
+    "section",
+    { class: "card" },
+    h("h3", {}, "Policy projector"),
+    table(
+      [
+        ["Context", (p) => p.name],
+        ["Model", (p) => h("code", {}, p.model)],
+        ["Role", (p) => p.role],
+        ["Here", (p) => yesNo(p.running_here, "running here", "elsewhere")],
+        ["Position", (p) => p.position ?? "none", "num"],
+        ["Head", (p) => p.head ?? "none", "num"],
+        ["Lag (events)", (p) => lagBadge(p.lag_events), "num"],
+        ["Search", (p) => p.mode ?? ""],
+      ],
+      rows,
+      { testid: "projectors" },
+    ),
+  );
+}
+
+function lagBadge(events) {
+  if (events === null || events === undefined) return badge("unknown", "muted");
+  return badge(String(events), events === 0 ? "good" : "warn");
+}
+
+function sweeps(contexts) {
+  const sections = [];
+  for (const [name, report] of contexts) {
+    if (!("sweep" in report) && !("purge" in report)) continue;
+    const last = report.sweep && report.sweep.last_run;
+    const purge = report.purge && report.purge.last_run;
+    const sweeper = report.sweeper || {};
+    sections.push(
+      h(
+        "section",
+        { class: "card" },
+        h("h3", {}, `${name}: last sweep`),
+        last
+          ? facts(
+              [
+                ["Finished", when(last.finished_at)],
+                ["Took", seconds(last.seconds)],
+                ["Trigger", last.trigger ?? ""],
+                ["Org", last.org_id ?? "all orgs"],
+                ["Windows embedded", last.windows_embedded],
+                ["Windows skipped", last.windows_skipped],
+                ["Windows open", last.windows_open],
+                ["Windows poisoned", last.windows_poisoned],
+                ["Partitions", last.partitions],
+                ["Partitions stalled", last.partitions_stalled],
+                ["Partitions busy elsewhere", last.partitions_busy],
+              ],
+              "last-sweep",
+            )
+          : h("p", { class: "empty", "data-testid": "last-sweep" }, "No sweep pass has finished in this process yet."),
+        h("h4", {}, "This replica's sweeper"),
+        facts(
+          [
+            ["Ingest listener", sweeper.ingest_listener],
+            ["Background pass running", sweeper.background_pass_running === undefined ? undefined : yesNo(sweeper.background_pass_running)],
+            ["Passes", sweeper.passes ? Object.entries(sweeper.passes).map(([t, n]) => `${t}: ${n}`).join(", ") || "none" : undefined],
+            ["Windows embedded since start", sweeper.windows_embedded_total],
+          ],
+          "sweeper",
+        ),
+        h("h4", {}, "Last purge"),
+        purge
+          ? facts(
+              [
+                ["Finished", when(purge.finished_at)],
+                ["Orgs", purge.orgs],
+                ["Events deleted", purge.events_deleted],
+                ["Embeddings deleted", purge.embeddings_deleted],
+              ],
+              "last-purge",
+            )
+          : h("p", { class: "empty" }, "No purge has finished in this process yet."),
+      ),
+    );
+  }
+  return sections;
+}
