@@ -81,7 +81,7 @@ def wait_for(driver: webdriver.Chrome, condition: Callable[[webdriver.Chrome], T
         ) from None
 
 
-def testid(driver: webdriver.Chrome, name: str) -> WebElement:
+def shown(driver: webdriver.Chrome, name: str) -> WebElement:
     return wait_for(driver, lambda d: _visible(d, f'[data-testid="{name}"]'))
 
 

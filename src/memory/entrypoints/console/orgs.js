@@ -3,9 +3,17 @@
 import { api } from "./api.js";
 import { badge, errorBox, facts, field, h, replace, seconds, table, when, yesNo } from "./dom.js";
 
-/** The org ids the service knows, for the pickers of other pages. */
+const DIRECTORY_PAGE = 50;
+
+/** The org ids this key may see (the first page of GET /v1/orgs), for other pages' pickers;
+ * none when the key may not list them. */
 export async function knownOrgs() {
-  return [];
+  try {
+    const page = await api("GET", "/v1/orgs", { query: { limit: DIRECTORY_PAGE } });
+    return page.orgs.map((org) => org.org_id);
+  } catch {
+    return [];
+  }
 }
 
 export async function render(container, args) {
@@ -13,22 +21,80 @@ export async function render(container, args) {
     await renderOrg(container, args[0]);
     return;
   }
-  const id = h("input", { id: "org-id", required: true, autocomplete: "off", placeholder: "acme" });
+  const prefix = h("input", { id: "orgs-prefix", autocomplete: "off", placeholder: "all" });
+  const out = h("div", { class: "results", "data-testid": "orgs-results" });
+  let cursors = [];
+  let filter = "";
+
+  async function load(cursor) {
+    replace(out, h("p", { class: "loading" }, "Loading…"));
+    try {
+      const page = await api("GET", "/v1/orgs", { query: { limit: DIRECTORY_PAGE, prefix: filter, cursor } });
+      replace(out, directory(page, cursors.length + 1, {
+        next: page.next_cursor ? () => { cursors.push(cursor); load(page.next_cursor); } : null,
+        previous: cursors.length ? () => load(cursors.pop()) : null,
+      }));
+    } catch (error) {
+      replace(out, errorBox(error));
+    }
+  }
+
   const form = h(
     "form",
     { class: "playground", autocomplete: "off" },
-    field("Org id", id),
-    h("div", { class: "actions" }, h("button", { type: "submit", id: "org-open" }, "Open")),
+    field("Org id starts with", prefix),
+    h("div", { class: "actions" }, h("button", { type: "submit", id: "orgs-filter" }, "List")),
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    location.hash = `#/orgs/${encodeURIComponent(id.value.trim())}`;
+    filter = prefix.value.trim();
+    cursors = [];
+    load(undefined);
   });
-  replace(container, h("div", { class: "title" }, h("h2", {}, "Orgs")), form);
+  replace(container, h("div", { class: "title" }, h("h2", {}, "Orgs")), form, out);
+  await load(undefined);
+}
+
+function directory(page, number, { next, previous }) {
+  return [
+    h("p", { class: "explain" }, `Page ${number}: ${page.orgs.length} orgs.`),
+    table(
+      [
+        ["Org", (o) => h("a", { href: `#/orgs/${encodeURIComponent(o.org_id)}` }, o.org_id)],
+        ["Semantic search", (o) => [yesNo(o.semantic_search, "on", "off"), " ", h("small", {}, flagSource(o.semantic_search_by))]],
+        ["Retention", (o) => [`${o.retention.days} days`, o.retention.default ? h("small", {}, " (default)") : ""]],
+        ["Partitions", (o) => o.partitions, "num"],
+        ["Messages", (o) => o.messages, "num"],
+        ["Open windows", (o) => o.sweep.open_windows, "num"],
+        ["Poisoned", (o) => poisonBadge(o.sweep.poison_windows, o.sweep.poison_events), "num"],
+        ["Sweep lag", (o) => seconds(o.sweep.max_lag_seconds)],
+        ["Last swept", (o) => when(o.sweep.last_swept_at)],
+      ],
+      page.orgs,
+      { testid: "orgs", empty: "No org has ingested chat yet." },
+    ),
+    h(
+      "div",
+      { class: "pager" },
+      h("button", { type: "button", class: "secondary", id: "orgs-previous", disabled: !previous, onclick: previous || undefined }, "Previous page"),
+      h("button", { type: "button", class: "secondary", id: "orgs-next", disabled: !next, onclick: next || undefined }, "Next page"),
+    ),
+  ];
+}
+
+function flagSource(by) {
+  if (!by) return "";
+  return by.layer === "org" ? "set for this org" : `global ${by.default ? "default" : "setting"}`;
+}
+
+function poisonBadge(windows, events) {
+  if (!windows && !events) return "0";
+  return badge(`${windows} windows, ${events} events`, "bad");
 }
 
 async function renderOrg(container, orgId) {
   const path = `/v1/orgs/${encodeURIComponent(orgId)}`;
+  const summaryBox = h("section", { class: "card", "data-testid": "org-summary" });
   const flagsBox = h("section", { class: "card", "data-testid": "org-flags" });
   const retentionBox = h("section", { class: "card", "data-testid": "org-retention" });
   const sweepBox = h("section", { class: "card", "data-testid": "org-sweep" });
@@ -36,10 +102,38 @@ async function renderOrg(container, orgId) {
     container,
     h("div", { class: "title" }, h("h2", {}, h("a", { href: "#/orgs" }, "Orgs"), " / ", h("span", { "data-testid": "org-title" }, orgId))),
     h("p", { class: "hint" }, "Changing a flag or the retention needs an admin key for this org; the server refuses other keys."),
+    summaryBox,
     flagsBox,
     retentionBox,
     sweepBox,
   );
+
+  async function loadSummary() {
+    replace(summaryBox, h("h3", {}, "Summary"), h("p", { class: "loading" }, "Loading…"));
+    try {
+      // The directory's entry for this org (its listing is by prefix; the first page that
+      // starts with the id holds it when it exists).
+      const page = await api("GET", "/v1/orgs", { query: { prefix: orgId, limit: DIRECTORY_PAGE } });
+      const org = page.orgs.find((o) => o.org_id === orgId);
+      replace(
+        summaryBox,
+        h("h3", {}, "Summary"),
+        org
+          ? facts([
+              ["Messages", org.messages],
+              ["Partitions", org.partitions],
+              ["Open windows", h("span", { "data-testid": "open-windows" }, String(org.sweep.open_windows))],
+              ["Poisoned", poisonBadge(org.sweep.poison_windows, org.sweep.poison_events)],
+              ["Sweep lag", seconds(org.sweep.max_lag_seconds)],
+              ["Last embedded", when(org.sweep.last_embedded_at)],
+              ["Last swept", when(org.sweep.last_swept_at)],
+            ])
+          : h("p", { class: "empty" }, "The service has no chat for this org."),
+      );
+    } catch (error) {
+      replace(summaryBox, h("h3", {}, "Summary"), errorBox(error));
+    }
+  }
 
   async function loadFlags() {
     replace(flagsBox, h("h3", {}, "Feature flags"), h("p", { class: "loading" }, "Loading…"));
@@ -59,7 +153,7 @@ async function renderOrg(container, orgId) {
         const url = `${path}/feature-flags/${encodeURIComponent(flag)}`;
         if (enabled === null) await api("DELETE", url);
         else await api("PUT", url, { body: { enabled } });
-        await loadFlags();
+        await Promise.all([loadFlags(), loadSummary()]);
       } catch (error) {
         replace(message, errorBox(error));
       }
@@ -143,7 +237,7 @@ async function renderOrg(container, orgId) {
     }
   }
 
-  await Promise.all([loadFlags(), loadRetention(), loadSweep()]);
+  await Promise.all([loadSummary(), loadFlags(), loadRetention(), loadSweep()]);
 }
 
 function sweepView(status) {

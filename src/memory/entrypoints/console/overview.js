@@ -1,6 +1,9 @@
 // Overview: /healthz as it is (models, projector lag, last sweep and purge, database).
-import { api } from "./api.js";
+import { api, currentKey } from "./api.js";
 import { badge, errorBox, facts, h, replace, seconds, table, when, yesNo } from "./dom.js";
+
+// The overview sums the first page of orgs; the Orgs page lists them all.
+const ORGS_AT_A_GLANCE = 200;
 
 export async function render(container) {
   const body = h("div", {}, "Loading…");
@@ -38,12 +41,44 @@ async function load(body) {
       ),
     ),
     h("section", { class: "card" }, h("h3", {}, "Models"), modelsTable(contexts)),
+    orgsCard(),
     projectors(contexts),
     sweeps(contexts),
     contexts
       .filter(([, report]) => report.error)
       .map(([name, report]) => h("section", { class: "card" }, h("h3", {}, `${name}: no report`), h("p", { class: "bad-text" }, report.error))),
   );
+}
+
+/** The orgs at a glance, from GET /v1/orgs (this needs a key; /healthz does not). */
+function orgsCard() {
+  const card = h("section", { class: "card", "data-testid": "orgs-summary" }, h("h3", {}, "Orgs"));
+  if (!currentKey()) {
+    card.append(h("p", { class: "empty" }, "Enter an API key to see the orgs."));
+    return card;
+  }
+  card.append(h("p", { class: "loading" }, "Loading…"));
+  api("GET", "/v1/orgs", { query: { limit: ORGS_AT_A_GLANCE } }).then(
+    (page) => {
+      const orgs = page.orgs;
+      const lags = orgs.map((o) => o.sweep.max_lag_seconds).filter((lag) => lag !== null);
+      const sum = (pick) => orgs.reduce((n, o) => n + pick(o), 0);
+      replace(
+        card,
+        h("h3", {}, "Orgs"),
+        facts([
+          ["Orgs", page.next_cursor ? `${orgs.length}+` : orgs.length],
+          ["Semantic search on", orgs.filter((o) => o.semantic_search).length],
+          ["Open windows", sum((o) => o.sweep.open_windows)],
+          ["Poisoned windows", sum((o) => o.sweep.poison_windows)],
+          ["Largest sweep lag", seconds(lags.length ? Math.max(...lags) : null)],
+        ]),
+        h("p", {}, h("a", { href: "#/orgs" }, "Every org")),
+      );
+    },
+    (error) => replace(card, h("h3", {}, "Orgs"), errorBox(error)),
+  );
+  return card;
 }
 
 function modelsTable(contexts) {

@@ -1,0 +1,152 @@
+"""Regenerates the console's screenshots (docs/console/*.png) from a demo-seeded server.
+
+    MEMORY_EXTRAS=dev bash scripts/setup.sh        # Chromium, chromedriver, selenium
+    .venv/bin/python scripts/console_screenshots.py [--out docs/console] [--hash-models]
+
+Creates a private home (an embedded PostgreSQL cluster) in a temporary folder, loads
+`memory demo` into it, starts `memory serve` with a fresh admin key, and drives the same
+headless Chromium as the console's e2e tests (tests/e2e/console/browser.py) through every
+page, saving one PNG each. With the bundled multilingual model by default, so the searches
+show real similarities; `--hash-models` is the fast stand-in the tests use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from selenium.webdriver.common.by import By  # noqa: E402
+from tests.e2e.console.browser import chromium, enter_key, shown, text_of  # noqa: E402
+
+from memory.infrastructure.postgres.embedded import free_port  # noqa: E402
+
+HASH_MODELS = {"MEMORY_POLICY_MODEL": "hash:384", "MEMORY_HISTORY_MODEL": "hash:1024"}
+STARTUP_SECONDS = 180
+WIDTH = 1400
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "console")
+    parser.add_argument("--hash-models", action="store_true")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="memory-console-shots-") as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
+        env["MEMORY_HOME"] = str(Path(tmp) / "home")
+        env["MEMORY_ADMIN_TOKEN"] = "mem_" + secrets.token_urlsafe(32)
+        if args.hash_models:
+            env |= HASH_MODELS
+        demo = subprocess.run(
+            [sys.executable, "-m", "memory.entrypoints.cli", "demo"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if demo.returncode != 0:
+            print(demo.stderr, file=sys.stderr)
+            return 1
+        with served(env) as base:
+            shoot(base, env["MEMORY_ADMIN_TOKEN"], args.out)
+    return 0
+
+
+@contextmanager
+def served(env: dict[str, str]) -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memory.entrypoints.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit("memory serve exited during start-up")
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit("memory serve did not become healthy")
+            time.sleep(0.5)
+        yield base
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+def shoot(base: str, key: str, out: Path) -> None:
+    with chromium(window=(WIDTH, 900)) as driver:
+        driver.get(f"{base}/console")
+        enter_key(driver, key)
+        text_of(driver, "orgs-summary", "Semantic search on")
+        save(driver, out / "overview.png")
+
+        driver.get(f"{base}/console#/orgs")
+        text_of(driver, "orgs", "kedai-runcit")
+        save(driver, out / "orgs.png")
+
+        driver.get(f"{base}/console#/orgs/acme-logistics")
+        text_of(driver, "partitions", "slack/ops")
+        shown(driver, "org-summary")
+        save(driver, out / "org.png")
+
+        driver.get(f"{base}/console#/history")
+        fill(driver, "history-org", "acme-logistics")
+        fill(driver, "history-query", "customer payment has not arrived")
+        driver.find_element(By.ID, "history-search").click()
+        text_of(driver, "history-explain", "results")
+        save(driver, out / "history.png")
+
+        driver.get(f"{base}/console#/policies")
+        fill(driver, "policy-query", "berapa kerap saya perlu tukar kata laluan?")
+        fill(driver, "policy-threshold", "0")
+        fill(driver, "policy-limit", "5")
+        driver.find_element(By.ID, "policy-search").click()
+        text_of(driver, "policy-explain", "Page 1")
+        save(driver, out / "policies.png")
+
+        driver.get(f"{base}/console#/audit")
+        text_of(driver, "audit-entries", "feature_flag")
+        save(driver, out / "audit.png")
+
+
+def fill(driver: Any, element_id: str, text: str) -> None:
+    field = driver.find_element(By.ID, element_id)
+    field.clear()
+    field.send_keys(text)
+
+
+def save(driver: Any, path: Path) -> None:
+    """The whole page: the window is stretched to the document's height first."""
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(WIDTH, max(600, min(int(height) + 20, 2400)))
+    time.sleep(0.3)
+    driver.save_screenshot(str(path))
+    driver.set_window_size(WIDTH, 900)
+    print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,233 @@
+"""The console in a real browser (headless Chromium, Debian's packages) against a real
+`memory serve` seeded by `memory demo`: each page loads, the key is entered once and kept in
+the tab's sessionStorage only, both playgrounds search, an admin flips an org's semantic
+flag and sets its retention (a bad value shows the server's reason), and a wrong or
+too-weak key shows the service's refusal and lets the operator enter another."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
+from tests.e2e.console.browser import (
+    BrowserMissing,
+    binaries,
+    chromium,
+    console_problems,
+    enter_key,
+    shown,
+    storage,
+    text_of,
+    wait_for,
+)
+from tests.e2e.processes import HASH_MODELS, memory_cli, served_on
+
+SEMANTIC = "digital_worker_semantic_search"
+ORG = "acme-logistics"
+# A key in the service's format that no one was ever given.
+UNKNOWN_KEY = "mem_" + "A" * 43
+
+
+@pytest.fixture
+def demo_server(database_url: str, tmp_path: Path) -> Iterator[str]:
+    home = tmp_path / "home"
+    seeded = memory_cli(home, "demo", "--json", MEMORY_DATABASE_URL=database_url, **HASH_MODELS)
+    assert seeded.returncode == 0, seeded.stderr
+    with served_on(database_url, home) as base:
+        yield base
+
+
+@pytest.fixture
+def browser() -> Iterator[webdriver.Chrome]:
+    try:
+        binaries()
+    except BrowserMissing as missing:
+        # Never a skip: CI must run this (scripts/setup.sh installs both packages).
+        pytest.fail(str(missing))
+    with chromium() as driver:
+        yield driver
+
+
+def _fill(driver: webdriver.Chrome, element_id: str, text: str) -> None:
+    field = wait_for(driver, lambda d: d.find_element(By.ID, element_id))
+    field.clear()
+    field.send_keys(text)
+
+
+def _click(driver: webdriver.Chrome, css: str) -> None:
+    wait_for(driver, lambda d: d.find_element(By.CSS_SELECTOR, css)).click()
+
+
+def _assert_key_kept_in_the_session_only(driver: webdriver.Chrome, secret: str) -> None:
+    kept = storage(driver)
+    assert kept["local"] == {}, "nothing in localStorage"
+    assert secret in kept["session"].values()
+    assert secret not in driver.current_url
+    assert secret not in driver.execute_script("return document.cookie")
+
+
+def _assert_nothing_from_elsewhere(driver: webdriver.Chrome, base: str) -> None:
+    loaded = driver.execute_script(
+        "return performance.getEntriesByType('resource').map((e) => e.name)"
+    )
+    assert loaded, "the page loaded its scripts and styles"
+    assert all(url.startswith(base + "/") for url in loaded), loaded
+    assert console_problems(driver) == []  # no script error, no CSP violation
+
+
+def test_the_console_asks_for_a_key_and_shows_each_refusal(
+    demo_server: str, browser: webdriver.Chrome
+) -> None:
+    base, driver = demo_server, browser
+    # The overview reads /healthz, which needs no key: models, projector lag, last sweep.
+    driver.get(f"{base}/console")
+    text_of(driver, "models", "hash:1024")
+    assert "hash:384" in shown(driver, "models").text
+    assert "leader" in text_of(driver, "projectors", "hash:384")
+    shown(driver, "last-sweep")
+    text_of(driver, "service", "ok")
+    assert "Enter an API key" in shown(driver, "orgs-summary").text
+
+    driver.get(f"{base}/console#/orgs")
+    wait_for(driver, lambda d: "Enter an API key" in d.find_element(By.ID, "key-message").text)
+
+    enter_key(driver, UNKNOWN_KEY)
+    message = wait_for(
+        driver,
+        lambda d: (
+            d.find_element(By.ID, "key-message").text
+            if "401" in d.find_element(By.ID, "key-message").text
+            else None
+        ),
+    )
+    assert "unknown or revoked API key" in message and "Enter a valid API key" in message
+
+    created = httpx.post(
+        f"{base}/v1/api-keys",
+        headers=AUTH_HEADERS,
+        json={
+            "name": "console reader",
+            "org_id": None,
+            "scopes": ["history:read", "policies:read"],
+        },
+    )
+    assert created.status_code == 201, created.text
+    reader = created.json()["secret"]
+    enter_key(driver, reader)
+    assert ORG in text_of(driver, "orgs", "kedai-runcit")
+
+    driver.get(f"{base}/console#/orgs/{ORG}")
+    text_of(driver, "semantic-search", "on")
+    _click(driver, f'[data-testid="flag-off-{SEMANTIC}"]')
+    refused = wait_for(
+        driver,
+        lambda d: (
+            d.find_element(By.ID, "key-message").text
+            if "403" in d.find_element(By.ID, "key-message").text
+            else None
+        ),
+    )
+    assert "lacks the admin scope" in refused
+    assert "lacks the admin scope" in text_of(driver, "flag-message", "403")
+    flags = httpx.get(f"{base}/v1/orgs/{ORG}/feature-flags", headers=AUTH_HEADERS).json()
+    assert flags["semantic_search"] is True  # refused: nothing changed
+
+    _assert_key_kept_in_the_session_only(driver, reader)
+    _assert_nothing_from_elsewhere(driver, base)
+
+
+def test_an_admin_searches_both_contexts_and_changes_an_org(
+    demo_server: str, browser: webdriver.Chrome
+) -> None:
+    base, driver = demo_server, browser
+    driver.get(f"{base}/console")
+    enter_key(driver, TEST_ADMIN_TOKEN)
+    summary = text_of(driver, "orgs-summary", "Semantic search on")
+    assert "Orgs\n2" in summary
+
+    # History playground: a full-text hit and semantic hits with similarity and window.
+    driver.get(f"{base}/console#/history")
+    _fill(driver, "history-org", ORG)
+    _fill(driver, "history-query", "customer")
+    _click(driver, "#history-search")
+    assert "semantic on" in text_of(driver, "history-explain", "results")
+    hits = shown(driver, "history-hits")
+    rows = [
+        (
+            row.find_element(By.CSS_SELECTOR, "td.matched").text,
+            row.find_element(By.CSS_SELECTOR, "td.similarity").text,
+            row.find_element(By.CSS_SELECTOR, "td.window").text,
+            row.text,
+        )
+        for row in hits.find_elements(By.CSS_SELECTOR, "tbody tr")
+    ]
+    assert any(m == "full-text" and "customer" in text for m, _, _, text in rows), rows
+    semantic = [(s, w) for m, s, w, _ in rows if m == "semantic"]
+    assert semantic, rows
+    assert all(float(s) >= 0 and len(w) == 8 for s, w in semantic), semantic
+
+    # Policy playground: threshold, page size, a hit with its similarity, the next page.
+    driver.get(f"{base}/console#/policies")
+    _fill(driver, "policy-query", "password")
+    _fill(driver, "policy-threshold", "0")
+    _fill(driver, "policy-limit", "2")
+    _click(driver, "#policy-search")
+    assert "Page 1: 2 results" in text_of(driver, "policy-explain", "Page 1")
+    first_page = shown(driver, "policy-hits").text
+    assert "pw-rotation" in first_page and "Password rotation" in first_page
+    _click(driver, "#policy-next")
+    text_of(driver, "policy-explain", "Page 2")
+    assert "pw-rotation" not in shown(driver, "policy-hits").text
+    _click(driver, "#policy-previous")
+    text_of(driver, "policy-explain", "Page 1")
+    _fill(driver, "policy-threshold", "2")
+    _click(driver, "#policy-search")
+    assert "similarity_threshold" in text_of(driver, "error", "422")
+
+    # Orgs: the directory, then one org; turn its semantic search off.
+    driver.get(f"{base}/console#/orgs")
+    text_of(driver, "orgs", "kedai-runcit")
+    _click(driver, f'a[href="#/orgs/{ORG}"]')
+    text_of(driver, "semantic-search", "on")
+    text_of(driver, "partitions", "slack/ops")
+    _click(driver, f'[data-testid="flag-off-{SEMANTIC}"]')
+    text_of(driver, "semantic-search", "off")
+    flags = httpx.get(f"{base}/v1/orgs/{ORG}/feature-flags", headers=AUTH_HEADERS).json()
+    assert flags["semantic_search"] is False
+
+    # A bad retention shows the server's reason and changes nothing; a good one is saved.
+    before = httpx.get(f"{base}/v1/orgs/{ORG}/retention", headers=AUTH_HEADERS).json()
+    _fill(driver, "retention-days", "0")
+    _click(driver, "#retention-save")
+    reason = text_of(driver, "retention-message", "422")
+    assert "days" in reason and "validation_error" in reason
+    assert httpx.get(f"{base}/v1/orgs/{ORG}/retention", headers=AUTH_HEADERS).json() == before
+    _fill(driver, "retention-days", "45")
+    _click(driver, "#retention-save")
+    text_of(driver, "retention-days-shown", "45 days")
+    assert httpx.get(f"{base}/v1/orgs/{ORG}/retention", headers=AUTH_HEADERS).json()["days"] == 45
+
+    # The history page now says why semantic search is off.
+    driver.get(f"{base}/console#/history")
+    _fill(driver, "history-org", ORG)
+    _fill(driver, "history-query", "customer")
+    _click(driver, "#history-search")
+    explained = text_of(driver, "history-explain", "semantic off")
+    assert f"the flag {SEMANTIC} is turned off for this org" in explained
+    assert "semantic" not in [
+        cell.text
+        for cell in shown(driver, "history-hits").find_elements(By.CSS_SELECTOR, "td.matched")
+    ]
+
+    # The audit log shows both changes, newest first.
+    driver.get(f"{base}/console#/audit")
+    entries = text_of(driver, "audit-entries", "retention.set")
+    assert entries.index("retention.set") < entries.index("feature_flag.org.set")
+
+    _assert_key_kept_in_the_session_only(driver, TEST_ADMIN_TOKEN)
+    _assert_nothing_from_elsewhere(driver, base)
