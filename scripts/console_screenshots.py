@@ -37,7 +37,9 @@ from memory.infrastructure.postgres.embedded import free_port  # noqa: E402
 
 HASH_MODELS = {"MEMORY_POLICY_MODEL": "hash:384", "MEMORY_HISTORY_MODEL": "hash:1024"}
 STARTUP_SECONDS = 180
+MODEL_WARM_UP_SECONDS = 120
 WIDTH = 1400
+MAX_HEIGHT = 2400
 
 
 def main() -> int:
@@ -115,13 +117,19 @@ def shoot(base: str, key: str, out: Path) -> None:
         driver.get(f"{base}/console#/history")
         fill(driver, "history-org", "acme-logistics")
         fill(driver, "history-query", "customer payment has not arrived")
-        driver.find_element(By.ID, "history-search").click()
-        text_of(driver, "history-explain", "results")
+        # The first query may find the model still loading (the answer says `degraded`):
+        # ask again until it is warm.
+        deadline = time.monotonic() + MODEL_WARM_UP_SECONDS
+        while True:
+            driver.find_element(By.ID, "history-search").click()
+            explained = text_of(driver, "history-explain", "results")
+            if "semantic on" in explained or time.monotonic() > deadline:
+                break
+            time.sleep(2)
         save(driver, out / "history.png")
 
         driver.get(f"{base}/console#/policies")
         fill(driver, "policy-query", "berapa kerap saya perlu tukar kata laluan?")
-        fill(driver, "policy-threshold", "0")
         fill(driver, "policy-limit", "5")
         driver.find_element(By.ID, "policy-search").click()
         text_of(driver, "policy-explain", "Page 1")
@@ -139,12 +147,13 @@ def fill(driver: Any, element_id: str, text: str) -> None:
 
 
 def save(driver: Any, path: Path) -> None:
-    """The whole page: the window is stretched to the document's height first."""
+    """The whole page: the viewport is stretched to the document's height first."""
     height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(WIDTH, max(600, min(int(height) + 20, 2400)))
+    metrics = {"width": WIDTH, "height": min(int(height), MAX_HEIGHT), "deviceScaleFactor": 1}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {**metrics, "mobile": False})
     time.sleep(0.3)
     driver.save_screenshot(str(path))
-    driver.set_window_size(WIDTH, 900)
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
 
 

@@ -4,8 +4,9 @@
 #   - pgvector >= 0.7 for that PostgreSQL (distro package when one exists, else a source build)
 #   - PgBouncer (Debian's package), with the dev extras only: the replica tests run it in
 #     transaction pooling mode in front of their cluster (`make run` does not need it)
-#   - Chromium and its WebDriver (Debian's `chromium`, `chromium-driver`), with the dev extras
-#     only: the console's e2e tests drive a headless browser
+#   - Chromium and its WebDriver (Debian's `chromium`, `chromium-driver`) and a Chinese font
+#     (`fonts-wqy-zenhei`), with the dev extras only: the console's e2e tests drive a
+#     headless browser, and its screenshots show the demo's Chinese chat
 #   - a virtual environment at .venv with the project's locked runtime dependencies
 #     (requirements.lock); with MEMORY_EXTRAS=dev (what `make test` sets) the locked dev
 #     tools too (requirements-dev.lock): `make run` installs no linter or test runner
@@ -136,12 +137,13 @@ ensure_pgbouncer() {
 
 ensure_chromium() {
     case ",$EXTRAS," in *,dev,*) ;; *) return ;; esac
-    if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
-        log "Chromium and chromedriver found"
+    if command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+        && dpkg -s fonts-wqy-zenhei >/dev/null 2>&1; then
+        log "Chromium, chromedriver and a CJK font found"
         return
     fi
-    log "installing Chromium and chromedriver (for the console's browser tests)"
-    apt_install chromium chromium-driver
+    log "installing Chromium, chromedriver and a CJK font (for the console's browser tests)"
+    apt_install chromium chromium-driver fonts-wqy-zenhei
 }
 
 ensure_venv() {
