@@ -167,6 +167,14 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
         for row in hits.find_elements(By.CSS_SELECTOR, "tbody tr")
     ]
     assert any(m == "full-text" and "customer" in text for m, _, _, text in rows), rows
+    # A time range before any of the demo's messages finds nothing.
+    until = driver.find_element(By.ID, "history-until")
+    driver.execute_script("arguments[0].value = '2001-01-01T00:00:00'", until)
+    _click(driver, "#history-search")
+    text_of(driver, "history-hits", "No messages matched")
+    driver.execute_script("arguments[0].value = ''", until)
+    _click(driver, "#history-search")
+    text_of(driver, "history-hits", "customer")
     semantic = [(s, w) for m, s, w, _ in rows if m == "semantic"]
     assert semantic, rows
     assert all(float(s) >= 0 and len(w) == 8 for s, w in semantic), semantic
@@ -185,6 +193,12 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
     assert "pw-rotation" not in shown(driver, "policy-hits").text
     _click(driver, "#policy-previous")
     text_of(driver, "policy-explain", "Page 1")
+    # A filter: only the Chinese policy carries the tag `zh`.
+    _fill(driver, "policy-tags", "zh")
+    _click(driver, "#policy-search")
+    text_of(driver, "policy-explain", "Page 1: 1 results")
+    assert "customer-refunds" in shown(driver, "policy-hits").text
+    _fill(driver, "policy-tags", "")
     _fill(driver, "policy-threshold", "2")
     _click(driver, "#policy-search")
     assert "similarity_threshold" in text_of(driver, "error", "422")
@@ -212,9 +226,9 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
     text_of(driver, "retention-days-shown", "45 days")
     assert httpx.get(f"{base}/v1/orgs/{ORG}/retention", headers=AUTH_HEADERS).json()["days"] == 45
 
-    # The history page now says why semantic search is off.
-    driver.get(f"{base}/console#/history")
-    _fill(driver, "history-org", ORG)
+    # The history page (opened from the org's page) now says why semantic search is off.
+    _click(driver, '[data-testid="org-history-link"]')
+    assert driver.find_element(By.ID, "history-org").get_attribute("value") == ORG
     _fill(driver, "history-query", "customer")
     _click(driver, "#history-search")
     explained = text_of(driver, "history-explain", "semantic off")

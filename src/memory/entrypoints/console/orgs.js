@@ -101,7 +101,12 @@ async function renderOrg(container, orgId) {
   replace(
     container,
     h("div", { class: "title" }, h("h2", {}, h("a", { href: "#/orgs" }, "Orgs"), " / ", h("span", { "data-testid": "org-title" }, orgId))),
-    h("p", { class: "hint" }, "Changing a flag or the retention needs an admin key for this org; the server refuses other keys."),
+    h(
+      "p",
+      { class: "hint" },
+      "Changing a flag or the retention needs an admin key for this org; the server refuses other keys. ",
+      h("a", { href: `#/history/${encodeURIComponent(orgId)}`, "data-testid": "org-history-link" }, "Search this org's history"),
+    ),
     summaryBox,
     flagsBox,
     retentionBox,
