@@ -260,6 +260,7 @@ function sweepView(status) {
         ["Watermark", (p) => (p.watermark.position ? when(p.watermark.position.occurred_at) : h("span", { class: "muted" }, "not started"))],
         ["Lag (events)", (p) => badge(String(p.lag.events), p.lag.events === 0 ? "good" : "warn"), "num"],
         ["Oldest closed window waiting", (p) => seconds(p.lag.oldest_closed_window_age_seconds)],
+        ["Open windows", (p) => p.open_windows, "num"],
         ["Embedded", (p) => p.windows_embedded, "num"],
         ["Skipped", (p) => p.windows_skipped, "num"],
         ["Poisoned", (p) => (p.poison_windows.length ? badge(String(p.poison_windows.length), "bad") : "0"), "num"],

@@ -132,6 +132,17 @@ function projectors(contexts) {
   );
 }
 
+/** How a pass ended (`ok`, `stalled`, `interrupted`, `failed` with the error's class). */
+function outcome(run) {
+  if (run.outcome === undefined) return undefined;
+  return h(
+    "span",
+    { "data-testid": "outcome" },
+    badge(run.outcome, run.outcome === "ok" ? "good" : run.outcome === "interrupted" ? "warn" : "bad"),
+    run.error ? ` ${run.error}` : "",
+  );
+}
+
 function lagBadge(events) {
   if (events === null || events === undefined) return badge("unknown", "muted");
   return badge(String(events), events === 0 ? "good" : "warn");
@@ -152,6 +163,7 @@ function sweeps(contexts) {
         last
           ? facts(
               [
+                ["Outcome", outcome(last)],
                 ["Finished", when(last.finished_at)],
                 ["Took", seconds(last.seconds)],
                 ["Trigger", last.trigger ?? ""],
@@ -181,6 +193,7 @@ function sweeps(contexts) {
         purge
           ? facts(
               [
+                ["Outcome", outcome(purge)],
                 ["Finished", when(purge.finished_at)],
                 ["Orgs", purge.orgs],
                 ["Events deleted", purge.events_deleted],
