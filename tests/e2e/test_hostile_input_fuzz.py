@@ -336,6 +336,7 @@ async def test_no_hostile_input_gets_a_5xx_on_any_route(full_app) -> None:
             "embedding_ref": stored.json()["embedding_ref"],
             "key_id": "key_0000000000000000",
             "asset": "swagger-ui.css",
+            "file": "app.js",
         }
         routes = [r for r in app.routes if isinstance(r, Route)]
         templates = {r.path for r in routes}
