@@ -130,7 +130,9 @@ def test_the_console_asks_for_a_key_and_shows_each_refusal(
     enter_key(driver, reader)
     assert ORG in text_of(driver, "orgs", "kedai-runcit")
 
-    driver.get(f"{base}/console#/orgs/{ORG}")
+    _fill(driver, "org-id", ORG)  # an org opened by its id
+    _click(driver, "#org-open")
+    text_of(driver, "org-title", ORG)
     text_of(driver, "semantic-search", "on")
     _click(driver, f'[data-testid="flag-off-{SEMANTIC}"]')
     refused = wait_for(

@@ -22,6 +22,7 @@ export async function render(container, args) {
     return;
   }
   const prefix = h("input", { id: "orgs-prefix", autocomplete: "off", placeholder: "all" });
+  const orgId = h("input", { id: "org-id", autocomplete: "off", placeholder: "acme" });
   const out = h("div", { class: "results", "data-testid": "orgs-results" });
   let cursors = [];
   let filter = "";
@@ -35,9 +36,20 @@ export async function render(container, args) {
         previous: cursors.length ? () => load(cursors.pop()) : null,
       }));
     } catch (error) {
-      replace(out, errorBox(error));
+      replace(out, directoryMissing(error) || errorBox(error));
     }
   }
+
+  const open = h(
+    "form",
+    { class: "playground", autocomplete: "off" },
+    field("Open an org by its id", orgId),
+    h("div", { class: "actions" }, h("button", { type: "submit", id: "org-open" }, "Open")),
+  );
+  open.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (orgId.value.trim()) location.hash = `#/orgs/${encodeURIComponent(orgId.value.trim())}`;
+  });
 
   const form = h(
     "form",
@@ -51,7 +63,7 @@ export async function render(container, args) {
     cursors = [];
     load(undefined);
   });
-  replace(container, h("div", { class: "title" }, h("h2", {}, "Orgs")), form, out);
+  replace(container, h("div", { class: "title" }, h("h2", {}, "Orgs")), open, form, out);
   await load(undefined);
 }
 
@@ -80,6 +92,13 @@ function directory(page, number, { next, previous }) {
       h("button", { type: "button", class: "secondary", id: "orgs-next", disabled: !next, onclick: next || undefined }, "Next page"),
     ),
   ];
+}
+
+/** A server older than the org directory answers GET /v1/orgs with 404 (no such route; the
+ * route itself never answers 404): say so instead of showing an error. */
+export function directoryMissing(error) {
+  if (error.status !== 404) return null;
+  return h("p", { class: "empty", "data-testid": "no-directory" }, "This service has no org directory (GET /v1/orgs); open an org by its id.");
 }
 
 function flagSource(by) {
@@ -136,7 +155,8 @@ async function renderOrg(container, orgId) {
           : h("p", { class: "empty" }, "The service has no chat for this org."),
       );
     } catch (error) {
-      replace(summaryBox, h("h3", {}, "Summary"), errorBox(error));
+      if (directoryMissing(error)) summaryBox.remove();
+      else replace(summaryBox, h("h3", {}, "Summary"), errorBox(error));
     }
   }
 
