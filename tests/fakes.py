@@ -31,7 +31,10 @@ from memory.application.embedding import (
 from memory.application.history.erasure import ErasedOrg, ErasureReport
 from memory.application.history.ports import (
     EmbeddedWindow,
+    OrgPageQuery,
+    OrgRow,
     OutOfRangeEvent,
+    PartitionVisit,
     ReindexedBatch,
     RowKey,
     StoredEvents,
@@ -514,11 +517,13 @@ class InMemoryErasure:
         windows: InMemoryWindowEmbeddings,
         flags: InMemoryFeatureFlags,
         retention: InMemoryRetention,
+        directory: InMemoryOrgDirectory,
     ) -> None:
         self._events = events
         self._windows = windows
         self._flags = flags
         self._retention = retention
+        self._directory = directory
 
     def erase_events(self, org_id: str, event_ids: Sequence[str]) -> ErasureReport:
         wanted = set(event_ids)
@@ -533,6 +538,7 @@ class InMemoryErasure:
         report = self._erase(org_id, lambda r: True)
         flags = len(self._flags.org_values.pop(org_id, {}))
         retention = self._retention.days_by_org.pop(org_id, None) is not None
+        self._directory.forget_org(org_id)
         return ErasedOrg(
             report.events_deleted, report.windows_deleted, partitions, models, flags, retention
         )
@@ -542,6 +548,81 @@ class InMemoryErasure:
         self._events.rows = [r for r in self._events.rows if r not in gone]
         ids = [str(r.event.event_id) for r in gone]
         return ErasureReport(len(gone), self._windows.purge_events(org_id, ids))
+
+
+class InMemoryOrgDirectory:
+    """`OrgDirectoryStore` over the other in-memory adapters (an org is known while it has
+    events, an org flag or a retention) and the visits the sweep recorded."""
+
+    def __init__(
+        self,
+        events: InMemoryChatEventLog,
+        flags: InMemoryFeatureFlags,
+        retention: InMemoryRetention,
+    ) -> None:
+        self._events = events
+        self._flags = flags
+        self._retention = retention
+        self.visits: dict[tuple[Partition, str], tuple[PartitionVisit, datetime | None]] = {}
+
+    def record_visit(self, visit: PartitionVisit) -> None:
+        if visit.partition not in self._events.partitions(visit.partition.org_id):
+            return
+        before = self.visits.get((visit.partition, visit.model))
+        embedded_at = visit.at if visit.embedded else (before[1] if before else None)
+        self.visits[(visit.partition, visit.model)] = (visit, embedded_at)
+
+    def forget_model(self, model: str) -> int:
+        gone = [k for k in self.visits if k[1] == model]
+        for k in gone:
+            del self.visits[k]
+        return len(gone)
+
+    def forget_org(self, org_id: str) -> None:
+        for k in [k for k in self.visits if k[0].org_id == org_id]:
+            del self.visits[k]
+
+    def page(self, query: OrgPageQuery) -> list[OrgRow]:
+        known = {p.org_id for p in self._events.partitions()}
+        known |= {o for o, values in self._flags.org_values.items() if values}
+        known |= set(self._retention.days_by_org)
+        orgs = sorted(
+            o
+            for o in known
+            if (query.after is None or o > query.after)
+            and (query.prefix is None or o.startswith(query.prefix))
+            and (query.visible is None or o in query.visible)
+        )
+        return [self._row(o, query) for o in orgs[: query.limit]]
+
+    def _row(self, org_id: str, query: OrgPageQuery) -> OrgRow:
+        partitions = self._events.partitions(org_id)
+        visits = [v for (p, m), v in self.visits.items() if p.org_id == org_id and m == query.model]
+        waiting = []
+        for partition in partitions:
+            found = self.visits.get((partition, query.model))
+            position = found[0].position if found else None
+            waiting += [
+                r.event.occurred_at
+                for r in self._events.rows
+                if r.event.partition(r.org_id) == partition
+                and _embeddable(r.event)
+                and r.event.occurred_at <= query.now
+                and (position is None or r.key > position)
+            ]
+        return OrgRow(
+            org_id=org_id,
+            org_flags=dict(self._flags.org_values.get(org_id, {})),
+            retention_days=self._retention.days_by_org.get(org_id),
+            partitions=len(partitions),
+            messages=sum(1 for r in self._events.rows if r.org_id == org_id),
+            open_windows=sum(v.open_windows for v, _ in visits),
+            poison_windows=sum(v.poison_windows for v, _ in visits),
+            poison_events=sum(v.poison_events for v, _ in visits),
+            oldest_unswept_at=min(waiting, default=None),
+            last_embedded_at=max((e for _, e in visits if e is not None), default=None),
+            last_swept_at=max((v.at for v, _ in visits), default=None),
+        )
 
 
 @dataclass(frozen=True)
@@ -555,6 +636,7 @@ class InMemoryHistory:
     locks: InMemoryPartitionLocks
     retention: InMemoryRetention
     erasure: InMemoryErasure
+    directory: InMemoryOrgDirectory
 
     @classmethod
     def create(cls) -> InMemoryHistory:
@@ -562,6 +644,7 @@ class InMemoryHistory:
         windows = InMemoryWindowEmbeddings(events)
         flags = InMemoryFeatureFlags()
         retention = InMemoryRetention(events, windows)
+        directory = InMemoryOrgDirectory(events, flags, retention)
         return cls(
             events=events,
             windows=windows,
@@ -570,7 +653,8 @@ class InMemoryHistory:
             watermarks=SweepWatermarks(),
             locks=InMemoryPartitionLocks(),
             retention=retention,
-            erasure=InMemoryErasure(events, windows, flags, retention),
+            erasure=InMemoryErasure(events, windows, flags, retention, directory),
+            directory=directory,
         )
 
     def ports(self) -> HistoryPorts:
@@ -583,6 +667,7 @@ class InMemoryHistory:
             retention=self.retention,
             full_text=self.events,
             erasure=self.erasure,
+            directory=self.directory,
         )
 
 

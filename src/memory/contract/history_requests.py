@@ -19,8 +19,10 @@ from memory.domain.history.chat_event import (
     ChatEvent,
 )
 from memory.domain.history.chat_input import KIND_PATTERN, ORG_ID_PATTERN, PROVIDER_PATTERN
+from memory.domain.history.org_directory import DIRECTORY_LIMIT_DEFAULT, DIRECTORY_LIMIT_MAX
 from memory.domain.history.retention import RETENTION_DAYS_MAX, RETENTION_DAYS_MIN
 from memory.domain.history.search import MAX_QUERY_CHARS, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX
+from memory.domain.policy.cursor import CURSOR_MAX_CHARS
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -97,6 +99,14 @@ class SearchParams(QueryParams):
     channel_id: Name | None = None
     since: Instant | None = None
     until: Instant | None = None
+
+
+class OrgListingParams(QueryParams):
+    limit: QueryInt = Field(default=DIRECTORY_LIMIT_DEFAULT, ge=1, le=DIRECTORY_LIMIT_MAX)
+    # The start of an org id (shaped like one).
+    prefix: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
+    # The `next_cursor` of the previous page.
+    cursor: str | None = Field(default=None, min_length=1, max_length=CURSOR_MAX_CHARS)
 
 
 class SweepBody(StrictBody):

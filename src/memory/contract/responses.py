@@ -357,6 +357,42 @@ class PurgeBody(Answer):
     embeddings_deleted: int
 
 
+class OrgRetentionBody(Answer):
+    days: int
+    default: bool = Field(description="True when the org has no setting of its own.")
+
+
+class OrgSweepSummaryBody(Answer):
+    """The active model's sweep, summed over the org's partitions as each partition's last
+    sweep visit left it."""
+
+    open_windows: int = Field(description="Windows still open at the end of the last visits.")
+    poison_windows: int
+    poison_events: int
+    max_lag_seconds: float | None = Field(
+        description="How long the oldest message not yet embedded has waited (null: none)."
+    )
+    last_embedded_at: datetime | None
+    last_swept_at: datetime | None
+
+
+class OrgSummaryBody(Answer):
+    org_id: str
+    semantic_search: bool
+    semantic_search_by: FlagSourceBody = Field(
+        description="The flag layer that decides semantic_search (the one keeping it off)."
+    )
+    retention: OrgRetentionBody
+    partitions: int
+    messages: int = Field(description="Exact number of stored chat events.")
+    sweep: OrgSweepSummaryBody
+
+
+class OrgDirectoryBody(Answer):
+    orgs: list[OrgSummaryBody]
+    next_cursor: str | None
+
+
 class HealthBody(Answer):
     status: Literal["ok", "unavailable"]
     database: str

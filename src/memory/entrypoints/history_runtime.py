@@ -14,6 +14,7 @@ from memory.application.history.service import HistoryPorts, HistoryService
 from memory.application.history.sweep import SweepReport
 from memory.application.history.watermarks import SweepWatermarks
 from memory.application.observer import ServiceCall, ServiceObserver
+from memory.domain.policy.cursor import CursorCodec
 from memory.entrypoints.runtime import Worker
 from memory.entrypoints.workers.history import HistoryWorkers
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
@@ -25,9 +26,11 @@ from memory.infrastructure.history.embeddings import PostgresWindowEmbeddings
 from memory.infrastructure.history.erasure import PostgresErasure
 from memory.infrastructure.history.feature_flags import PostgresFeatureFlags
 from memory.infrastructure.history.metrics import HistoryMetrics
+from memory.infrastructure.history.org_directory import PostgresOrgDirectory
 from memory.infrastructure.history.partition_locks import AdvisoryPartitionLocks
 from memory.infrastructure.history.retention import PostgresRetention
 from memory.infrastructure.history.watermark_store import open_sweep_watermarks
+from memory.infrastructure.policy.secrets import load_cursor_key
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.service_log import ServiceLog
 from memory.infrastructure.settings import Settings
@@ -113,6 +116,7 @@ class HistoryRuntime:
                 retention=PostgresRetention(database),
                 full_text=self.events,
                 erasure=PostgresErasure(database),
+                directory=PostgresOrgDirectory(database),
             ),
             model,
             clock=clock,
@@ -122,6 +126,8 @@ class HistoryRuntime:
             similarity_floor=settings.history_similarity_floor,
             stored_model_id=stored_model_id,
             audit=audit if audit is not None else PostgresAuditTrail(database),
+            # The org directory's cursors are signed as the policy listing's are.
+            cursors=CursorCodec(load_cursor_key(database)),
             observers=(
                 (HistoryMetrics(), ServiceLog(), self.last_runs)
                 if observers is None

@@ -25,10 +25,12 @@ from memory.domain.errors import InvalidInput, NotFound
 from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG
 from memory.domain.history.partition import Partition
 from memory.domain.history.search import HistoryQuery, MatchedBy, SemanticState
+from memory.domain.policy.cursor import CursorCodec
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 TALK = "could you help me reset my password please"
 PARTITION = Partition("acme", "slack", "C1")
+CURSOR_KEY = b"k" * 32
 
 
 class Calls:
@@ -80,6 +82,7 @@ def service(
         default_retention_days=30,
         stored_model_id=lambda spec: spec.strip().removesuffix(":latest"),
         audit=audit,
+        cursors=CursorCodec(CURSOR_KEY),
         observers=(calls,),
     )
     yield svc
@@ -324,6 +327,7 @@ def test_drop_model_refuses_the_active_model_and_resets_another(
         query_embed_timeout=2.0,
         default_retention_days=30,
         audit=InMemoryAuditTrail(),
+        cursors=CursorCodec(CURSOR_KEY),
     )
     try:
         assert other.sweep().windows_embedded == 2

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memory.application.history.ports import ChatEventLog, WatermarkRepository, WindowEmbeddings
+from memory.application.history.ports import (
+    ChatEventLog,
+    OrgDirectoryStore,
+    WatermarkRepository,
+    WindowEmbeddings,
+)
 from memory.domain.active_model import refuse_dropping_active
 
 
@@ -22,11 +27,13 @@ class DropModel:
         events: ChatEventLog,
         windows: WindowEmbeddings,
         watermarks: WatermarkRepository,
+        directory: OrgDirectoryStore,
         active_model: str,
     ) -> None:
         self._events = events
         self._windows = windows
         self._watermarks = watermarks
+        self._directory = directory
         self._active = active_model
 
     def __call__(self, model: str) -> DropReport:
@@ -45,4 +52,5 @@ class DropModel:
             watermark.reset()
             self._watermarks.store(watermark)
             reset += 1
+        self._directory.forget_model(model)
         return DropReport(model, rows, reset)

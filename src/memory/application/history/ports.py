@@ -15,6 +15,7 @@ from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.conversation import ConversationWindow
 from memory.domain.history.feature_flags import FlagLayers
 from memory.domain.history.partition import Partition
+from memory.domain.history.position import SweepPosition
 from memory.domain.history.search import HistoryHit, HistoryQuery
 from memory.domain.history.sweep_plan import LateCatchUp, MainRead, PartitionRead, WatermarkMark
 from memory.domain.history.watermark import SweepWatermark
@@ -205,4 +206,71 @@ class RetentionStore(Protocol):
         """Delete the org's events that occurred before `cutoff` or outside `stored` (expired:
         docs/adr/0041) and, in the same transaction, every embedding row covering one of
         them. Returns (events, rows)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionVisit:
+    """Where a partition's sweep stood for a model when a visit of the sweep ended: what the
+    org directory aggregates (the watermark itself is an aggregate SQL cannot read)."""
+
+    partition: Partition
+    model: str
+    position: SweepPosition | None
+    windows_embedded: int
+    poison_windows: int
+    poison_events: int
+    stalled: bool
+    open_windows: int
+    # Whether this visit embedded at least one window.
+    embedded: bool
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class OrgPageQuery:
+    """One page of the directory: orgs after `after` (None: from the start), starting with
+    `prefix`, among `visible` (None: all), at most `limit`, in byte order of org id. The
+    sweep figures are those of `model`; lag counts only messages at or before `now`."""
+
+    after: str | None
+    prefix: str | None
+    visible: frozenset[str] | None
+    limit: int
+    model: str
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class OrgRow:
+    """One org of a directory page, as stored. `oldest_unswept_at`: the oldest embeddable
+    message after its partition's watermark, across the org's partitions (None: none)."""
+
+    org_id: str
+    org_flags: dict[str, bool]
+    retention_days: int | None
+    partitions: int
+    messages: int
+    open_windows: int
+    poison_windows: int
+    poison_events: int
+    oldest_unswept_at: datetime | None
+    last_embedded_at: datetime | None
+    last_swept_at: datetime | None
+
+
+class OrgDirectoryStore(Protocol):
+    """The orgs the history context knows (any with partitions, an org flag or a retention
+    setting) with per-org aggregates, and the sweep's per-partition state they sum."""
+
+    def page(self, query: OrgPageQuery) -> list[OrgRow]:
+        """One query however many orgs the page holds."""
+        ...
+
+    def record_visit(self, visit: PartitionVisit) -> None:
+        """Keep the partition's state for the model (nothing once the partition is erased)."""
+        ...
+
+    def forget_model(self, model: str) -> int:
+        """Drop every partition state of `model` (its rows and watermarks were dropped)."""
         ...

@@ -26,11 +26,13 @@ from memory.application.history.erasure import (
 )
 from memory.application.history.feature_flags import FeatureFlags, GlobalFlag, OrgFlag
 from memory.application.history.ingest import IngestChatEvents, IngestResult
+from memory.application.history.org_directory import OrgDirectory, OrgPage, SignedCursors
 from memory.application.history.ports import (
     ChatEventLog,
     Clock,
     FeatureFlagStore,
     FullTextIndex,
+    OrgDirectoryStore,
     PartitionLockFactory,
     RetentionStore,
     WatermarkRepository,
@@ -55,6 +57,7 @@ from memory.application.observer import Observed, ServiceObserver
 from memory.domain.audit.admin_action import Actor
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.chat_input import check_events, check_org_id
+from memory.domain.history.org_directory import OrgListing
 from memory.domain.history.search import HistoryQuery, HistorySearchResult
 from memory.domain.time_range import DEFAULT_MAX_FUTURE_SKEW
 
@@ -85,6 +88,7 @@ class HistoryPorts:
     retention: RetentionStore
     full_text: FullTextIndex
     erasure: ErasureStore
+    directory: OrgDirectoryStore
 
 
 class HistoryService:
@@ -107,10 +111,12 @@ class HistoryService:
         similarity_floor: float | None = None,
         stored_model_id: Callable[[str], str] = str.strip,
         audit: AuditTrail,
+        cursors: SignedCursors,
         observers: Sequence[ServiceObserver] = (),
     ) -> None:
         """`stored_model_id` turns a model spec as operators write it into the identity
-        its rows are stored under (docs/adr/0010)."""
+        its rows are stored under (docs/adr/0010). `cursors` signs the org directory's
+        cursors (the policy listing's codec)."""
         self._ports = ports
         self._model_id = model.identity.id
         self._stored_model_id = stored_model_id
@@ -143,6 +149,7 @@ class HistoryService:
             flags=ports.flags,
             model=model,
             clock=clock,
+            directory=ports.directory,
         )
         self._status = SweepStatus(
             events=ports.events, watermarks=ports.watermarks, model=model, clock=clock
@@ -156,6 +163,7 @@ class HistoryService:
             events=ports.events,
             windows=ports.windows,
             watermarks=ports.watermarks,
+            directory=ports.directory,
             active_model=self._model_id,
         )
         self._admin = HistoryAdministration(
@@ -166,6 +174,14 @@ class HistoryService:
             stored_model_id=stored_model_id,
         )
 
+        self._directory = OrgDirectory(
+            ports.directory,
+            ports.flags,
+            cursors,
+            model_id=self._model_id,
+            default_retention_days=default_retention_days,
+            clock=clock,
+        )
         self._erase = EraseHistory(
             ports.erasure,
             ports.watermarks,
@@ -268,6 +284,27 @@ class HistoryService:
             )
 
         return self._observed.run("sweep_status", run)
+
+    # The org directory -------------------------------------------------------------------
+
+    def orgs(
+        self,
+        *,
+        limit: int | None = None,
+        prefix: str | None = None,
+        cursor: str | None = None,
+        visible: frozenset[str] | None = None,
+    ) -> OrgPage:
+        """Every org the context knows (partitions, an org flag or a retention setting), in
+        byte order of org id, a keyset page at a time (`next_cursor` for the next), each
+        with its summary. `visible` narrows the listing to the orgs a caller may see.
+        `InvalidInput` names `limit`, `prefix` or `cursor`."""
+        return self._observed.run(
+            "orgs",
+            lambda: self._directory(
+                OrgListing.parse(limit=limit, prefix=prefix, cursor=cursor, visible=visible)
+            ),
+        )
 
     # Feature flags ----------------------------------------------------------------------
 

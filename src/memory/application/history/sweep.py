@@ -36,7 +36,9 @@ from memory.application.history.ports import (
     Clock,
     EmbeddedWindow,
     FeatureFlagStore,
+    OrgDirectoryStore,
     PartitionLockFactory,
+    PartitionVisit,
     WatermarkRepository,
     WindowEmbeddings,
 )
@@ -177,7 +179,10 @@ class Sweeper:
         batch_windows: int = EMBED_BATCH_WINDOWS,
         poison_events_per_read: int = POISON_EVENTS_PER_READ,
         batch_tokens: int = EMBED_BATCH_TOKENS,
+        directory: OrgDirectoryStore | None = None,
     ) -> None:
+        """`directory`: where each partition visit leaves its state for the org directory
+        (None: nowhere; tests of the sweep alone)."""
         if read_limit < WINDOW_MESSAGE_CAP:
             # A cut read must hold at least one full window, or a pass could not progress.
             raise ValueError(f"read_limit must be at least {WINDOW_MESSAGE_CAP}")
@@ -198,6 +203,7 @@ class Sweeper:
         self._read_limit = read_limit
         self._batch_windows = batch_windows
         self._poison_events_per_read = poison_events_per_read
+        self._directory = directory
         self._batch_tokens = batch_tokens
         self._budget = TokenBudget(model.max_input_tokens, model.count_tokens)
 
@@ -268,7 +274,23 @@ class Sweeper:
                 report.windows_embedded,
             )
         report.lag_events = self._events.count_unconsumed(partition, watermark.mark)
+        if self._directory is not None:
+            self._directory.record_visit(self._visit(watermark, report))
         return report
+
+    def _visit(self, watermark: SweepWatermark, report: PartitionReport) -> PartitionVisit:
+        return PartitionVisit(
+            partition=watermark.partition,
+            model=self._model_id,
+            position=watermark.mark.position,
+            windows_embedded=watermark.windows_embedded,
+            poison_windows=len(watermark.poison_windows),
+            poison_events=len(watermark.poison_events),
+            stalled=watermark.is_stalled,
+            open_windows=report.windows_open,
+            embedded=report.windows_embedded > 0,
+            at=self._clock(),
+        )
 
     def _skip_out_of_range(self, watermark: SweepWatermark, report: PartitionReport) -> None:
         """Record the partition's unrecorded out-of-range rows (the main read said there

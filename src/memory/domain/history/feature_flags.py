@@ -67,6 +67,19 @@ class FlagLayers:
                 return FlagSource(flag, "org", False)
         return None
 
+    def semantic_decided_by(self) -> FlagSource:
+        """The layer that decides whether semantic search runs for the org: when off, the
+        one that keeps it off (`semantic_off_by`); when on, the org's own override of the
+        feature flag if it set one, else the global layer that turned it on."""
+        off = self.semantic_off_by()
+        if off is not None:
+            return off
+        if SEMANTIC_SEARCH_FLAG in self.org_values:
+            return FlagSource(SEMANTIC_SEARCH_FLAG, "org", False)
+        return FlagSource(
+            SEMANTIC_SEARCH_FLAG, "global", SEMANTIC_SEARCH_FLAG not in self.global_values
+        )
+
     @property
     def semantic_search(self) -> bool:
         return self.is_on(MODULE_FLAG) and self.is_on(SEMANTIC_SEARCH_FLAG)

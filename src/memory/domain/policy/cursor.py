@@ -15,6 +15,7 @@ import hmac
 import json
 import math
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 from memory.domain.errors import InvalidInput
@@ -40,29 +41,18 @@ class CursorCodec:
         self._key = key
 
     def encode(self, cursor: SearchCursor) -> str:
-        payload = json.dumps(
+        return self.seal(
             {
                 "v": CURSOR_VERSION,
                 "d": cursor.distance,
                 "r": cursor.embedding_ref.hex,
                 "f": cursor.fingerprint,
-            },
-            separators=(",", ":"),
-        ).encode()
-        return f"{_b64(payload)}.{_b64(self._mac(payload))}"
+            }
+        )
 
     def decode(self, token: str, *, fingerprint: str, field: str = "cursor") -> SearchCursor:
-        if len(token) > CURSOR_MAX_CHARS:
-            raise InvalidInput(field, "is not a cursor this service issued")
-        body, _, mac = token.partition(".")
+        data = self.unseal(token, field=field)
         try:
-            payload, signature = _unb64(body), _unb64(mac)
-        except (binascii.Error, ValueError):
-            raise InvalidInput(field, "is not a cursor this service issued") from None
-        if not hmac.compare_digest(signature, self._mac(payload)):
-            raise InvalidInput(field, "is not a cursor this service issued (bad signature)")
-        try:
-            data = json.loads(payload)
             version, distance = data["v"], float(data["d"])
             ref, cursor_fingerprint = UUID(hex=data["r"]), str(data["f"])
         except (ValueError, KeyError, TypeError):
@@ -75,6 +65,31 @@ class CursorCodec:
                 "belongs to a different search (model, query, threshold or filter changed)",
             )
         return SearchCursor(distance, ref, cursor_fingerprint)
+
+    def seal(self, payload: dict[str, Any]) -> str:
+        """Sign any small JSON object the same way (other listings' positions, e.g. the
+        org directory's): `unseal` gives it back, or refuses an edited token."""
+        data = json.dumps(payload, separators=(",", ":")).encode()
+        return f"{_b64(data)}.{_b64(self._mac(data))}"
+
+    def unseal(self, token: str, *, field: str = "cursor") -> dict[str, Any]:
+        """The object `seal` signed; `InvalidInput` naming `field` for anything else."""
+        if len(token) > CURSOR_MAX_CHARS:
+            raise InvalidInput(field, "is not a cursor this service issued")
+        body, _, mac = token.partition(".")
+        try:
+            payload, signature = _unb64(body), _unb64(mac)
+        except (binascii.Error, ValueError):
+            raise InvalidInput(field, "is not a cursor this service issued") from None
+        if not hmac.compare_digest(signature, self._mac(payload)):
+            raise InvalidInput(field, "is not a cursor this service issued (bad signature)")
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            raise InvalidInput(field, "is malformed") from None
+        if not isinstance(data, dict):
+            raise InvalidInput(field, "is malformed")
+        return data
 
     def _mac(self, payload: bytes) -> bytes:
         return hmac.new(self._key, payload, hashlib.sha256).digest()[:CURSOR_MAC_BYTES]

@@ -37,11 +37,15 @@ BEARER = "bearer"
 class Access:
     """What a request to one route needs. `scope` None: open to anyone (only /healthz,
     and /metrics when configured public). `org_param`: the path parameter naming the org,
-    which the key must cover. `all_orgs`: only a key for every org may call it."""
+    which the key must cover. `all_orgs`: only a key for every org may call it.
+    `lists_orgs`: any key with the scope may call it, and the answer lists only the orgs
+    the key covers (the handler narrows its listing by `visible_orgs`, which fails on a
+    route with any other rule)."""
 
     scope: KeyScope | None
     org_param: str | None = None
     all_orgs: bool = False
+    lists_orgs: bool = False
 
     @classmethod
     def public(cls) -> Access:
@@ -61,6 +65,11 @@ class Access:
     def every_org(cls, scope: KeyScope) -> Access:
         return cls(scope, all_orgs=True)
 
+    @classmethod
+    def own_orgs(cls, scope: KeyScope) -> Access:
+        """A listing of orgs: every key with the scope, each seeing only its own orgs."""
+        return cls(scope, lists_orgs=True)
+
 
 RouteKey = tuple[str, str]  # (method, path template)
 AccessTable = Mapping[RouteKey, Access]
@@ -72,6 +81,17 @@ def api_key(scope: Scope) -> ApiKey:
     key = scope.get("state", {}).get("api_key")
     assert isinstance(key, ApiKey)
     return key
+
+
+def visible_orgs(scope: Scope) -> frozenset[str] | None:
+    """The orgs this request's key may see in a listing of orgs (None: every org). Only for
+    routes whose rule is `Access.own_orgs`: anywhere else it fails (closed) instead of
+    narrowing a listing the rule did not promise to narrow."""
+    rule = scope.get("state", {}).get("access_rule")
+    if not isinstance(rule, Access) or not rule.lists_orgs:
+        raise AssertionError("visible_orgs on a route whose access rule does not list orgs")
+    key = api_key(scope)
+    return None if key.org_id is None else frozenset({key.org_id})
 
 
 class AccessControl:
@@ -136,6 +156,7 @@ class AccessControl:
                     {"Retry-After": retry_after_header(wait)},
                 )
                 return
+        scope["state"]["access_rule"] = rule
         await self.app(scope, receive, send)
 
     def _match(self, scope: Scope) -> tuple[BaseRoute | None, dict[str, object]]:

@@ -16,6 +16,7 @@ from starlette.routing import BaseRoute, Route
 
 from memory.application.access.service import actor_of
 from memory.application.history.feature_flags import GlobalFlag, OrgFlag
+from memory.application.history.org_directory import OrgSummary
 from memory.application.history.retention import Retention
 from memory.application.history.service import HistoryService
 from memory.application.history.sweep_status import PartitionStatus
@@ -24,6 +25,7 @@ from memory.contract.history_requests import (
     FlagBody,
     FlagPath,
     IngestBody,
+    OrgListingParams,
     OrgPath,
     RetentionBody,
     SearchParams,
@@ -36,7 +38,7 @@ from memory.domain.history.search import (
     HistoryHit,
     HistoryQuery,
 )
-from memory.entrypoints.http.access import Access, AccessTable, api_key
+from memory.entrypoints.http.access import Access, AccessTable, api_key, visible_orgs
 from memory.entrypoints.http.database_stall import watched
 from memory.entrypoints.http.parsing import (
     parse_body,
@@ -67,6 +69,8 @@ ACCESS: AccessTable = {
     ("GET", f"{ORG}/retention"): Access.org(Scope.HISTORY_READ),
     ("PUT", f"{ORG}/retention"): Access.org(Scope.ADMIN),
     ("POST", "/v1/purge"): Access.every_org(Scope.ADMIN),
+    # The directory: an every-org key sees every org, an org's key that org only.
+    ("GET", "/v1/orgs"): Access.own_orgs(Scope.HISTORY_READ),
 }
 
 
@@ -114,6 +118,18 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         if result.pending_windows is not None:
             body["pending_windows"] = result.pending_windows
         return JSONResponse(body)
+
+    async def list_orgs(request: Request) -> Response:
+        params = parse_query(request, OrgListingParams)
+        visible = visible_orgs(request.scope)
+        page = await anyio.to_thread.run_sync(
+            lambda: service.orgs(
+                limit=params.limit, prefix=params.prefix, cursor=params.cursor, visible=visible
+            )
+        )
+        return JSONResponse(
+            {"orgs": [_org_summary(o) for o in page.orgs], "next_cursor": page.next_cursor}
+        )
 
     async def sweep(request: Request) -> Response:
         raw = await request.body()
@@ -234,6 +250,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
 
     org = ORG
     return [
+        Route("/v1/orgs", list_orgs, methods=["GET"]),
         Route(f"{org}/chat-events", ingest, methods=["POST"]),
         Route(f"{org}/chat-events", erase_events, methods=["DELETE"]),
         Route(org, erase_org, methods=["DELETE"]),
@@ -336,6 +353,28 @@ def _partition_status(status: PartitionStatus) -> dict[str, Any]:
             else None
         ),
         "last_advanced_at": _iso(status.last_advanced_at),
+    }
+
+
+def _org_summary(org: OrgSummary) -> dict[str, Any]:
+    by = org.semantic_search_by
+    return {
+        "org_id": org.org_id,
+        "semantic_search": org.semantic_search,
+        "semantic_search_by": {"flag": by.flag, "layer": by.layer, "default": by.default},
+        "retention": {"days": org.retention_days, "default": org.retention_default},
+        "partitions": org.partitions,
+        "messages": org.messages,
+        "sweep": {
+            "open_windows": org.open_windows,
+            "poison_windows": org.poison_windows,
+            "poison_events": org.poison_events,
+            "max_lag_seconds": (
+                None if org.max_lag_seconds is None else round(org.max_lag_seconds, 3)
+            ),
+            "last_embedded_at": _iso(org.last_embedded_at),
+            "last_swept_at": _iso(org.last_swept_at),
+        },
     }
 
 

@@ -185,6 +185,11 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     # History search
     _history(
+        "GET /v1/orgs", "listOrgs",
+        "Every org the service knows, with its summary (a key for one org sees that org)",
+        s.OrgDirectoryBody, query=h.OrgListingParams,
+    ),
+    _history(
         f"POST {ORG}/chat-events", "ingestChatEvents", "Ingest chat events", s.IngestReceiptBody,
         status=201, body=h.IngestBody, errors=[STALLED],
     ),

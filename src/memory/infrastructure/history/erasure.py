@@ -71,6 +71,7 @@ class PostgresErasure:
                 "DELETE FROM dw_chat_events WHERE org_id = %(org_id)s", params
             ).rowcount
             conn.execute("DELETE FROM dw_chat_partitions WHERE org_id = %(org_id)s", params)
+            conn.execute("DELETE FROM dw_sweep_partition_state WHERE org_id = %(org_id)s", params)
             flags = conn.execute(
                 "DELETE FROM org_feature_flags WHERE org_id = %(org_id)s", params
             ).rowcount

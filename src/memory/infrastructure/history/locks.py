@@ -14,3 +14,6 @@ SWEEP_LOCK_CLASS = 0x48490003
 # One ingest listener across replicas (session scope, second key 0): only its holder's
 # sweeper is woken by ingest notifications, so an ingest wakes one pass, not one per replica.
 INGEST_LISTENER_LOCK_CLASS = 0x48490004
+# Changes to which orgs the directory lists, per org (transaction scope): taken by the
+# triggers of migration 0206, which spells this number out (a test checks they agree).
+ORG_DIRECTORY_LOCK_CLASS = 0x48490005

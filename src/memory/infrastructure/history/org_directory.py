@@ -1,0 +1,180 @@
+"""The org directory in PostgreSQL: `dw_orgs` (every known org and its exact message count,
+kept by triggers) and `dw_sweep_partition_state` (each partition's sweep state, written at
+the end of each visit), migration 0206, docs/adr/0070.
+
+A page is one statement: the page's org ids by primary key, then per org a handful of index
+probes (its flags, retention, partitions and their states, and per partition the oldest
+message after its watermark). Its cost grows with the page's partitions, never with the
+number of orgs or messages.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, cast
+
+from psycopg import sql
+
+from memory.application.history.ports import OrgPageQuery, OrgRow, PartitionVisit
+from memory.domain.history.org_directory import prefix_range
+from memory.domain.time_range import AcceptedTimeRange
+from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
+from memory.infrastructure.history.sql_filters import EMBEDDABLE
+from memory.infrastructure.postgres.database import Database
+
+# dw_orgs.org_id is COLLATE "C" (pages in byte order); the other tables' org_id has the
+# database's default collation, so joins name it to keep using those tables' indexes.
+_PAGE = sql.SQL(
+    """
+    WITH page AS (
+        SELECT org_id, messages FROM dw_orgs
+        WHERE TRUE {after} {prefix} {visible}
+        ORDER BY org_id
+        LIMIT %(limit)s
+    )
+    SELECT
+        p.org_id,
+        p.messages,
+        (SELECT coalesce(jsonb_object_agg(f.flag, f.enabled), '{{}}'::jsonb)
+         FROM org_feature_flags f WHERE f.org_id = p.org_id COLLATE "default") AS org_flags,
+        (SELECT r.retention_days FROM dw_org_retention r
+         WHERE r.org_id = p.org_id COLLATE "default") AS retention_days,
+        parts.partitions,
+        parts.oldest_unswept_at,
+        states.open_windows,
+        states.poison_windows,
+        states.poison_events,
+        states.last_embedded_at,
+        states.last_swept_at
+    FROM page p
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS partitions, min(next.occurred_at) AS oldest_unswept_at
+        FROM dw_chat_partitions cp
+        LEFT JOIN dw_sweep_partition_state s
+            ON s.org_id = cp.org_id AND s.provider = cp.provider
+           AND s.external_channel_id = cp.external_channel_id AND s.model = %(model)s
+        LEFT JOIN LATERAL (
+            SELECT e.occurred_at FROM dw_chat_events e
+            WHERE e.org_id = cp.org_id AND e.provider = cp.provider
+              AND e.external_channel_id = cp.external_channel_id
+              AND (e.occurred_at, e.event_id)
+                  > (coalesce(s.position_at, %(earliest)s), coalesce(s.position_event_id, ''))
+              AND e.occurred_at <= %(now)s AND {embeddable}
+            ORDER BY e.occurred_at, e.event_id
+            LIMIT 1
+        ) next ON TRUE
+        WHERE cp.org_id = p.org_id COLLATE "default"
+    ) parts
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(s.open_windows), 0) AS open_windows,
+               coalesce(sum(s.poison_windows), 0) AS poison_windows,
+               coalesce(sum(s.poison_events), 0) AS poison_events,
+               max(s.embedded_at) AS last_embedded_at,
+               max(s.swept_at) AS last_swept_at
+        FROM dw_sweep_partition_state s
+        WHERE s.org_id = p.org_id COLLATE "default" AND s.model = %(model)s
+    ) states
+    ORDER BY p.org_id
+    """
+)
+_AFTER = sql.SQL("AND org_id > %(after)s")
+_PREFIX = sql.SQL("AND org_id >= %(low)s AND org_id < %(high)s")
+_VISIBLE = sql.SQL("AND org_id = ANY(%(visible)s::text[])")
+
+# Only a partition that still exists gets a state: an erasure (which holds the org's
+# retention lock exclusively, this statement's transaction holds it shared) wins.
+_RECORD_VISIT = """
+INSERT INTO dw_sweep_partition_state AS s (
+    org_id, provider, external_channel_id, model, position_at, position_event_id,
+    windows_embedded, poison_windows, poison_events, stalled, open_windows, swept_at,
+    embedded_at)
+SELECT %(org_id)s, %(provider)s, %(channel_id)s, %(model)s, %(position_at)s,
+       %(position_event_id)s, %(windows_embedded)s, %(poison_windows)s, %(poison_events)s,
+       %(stalled)s, %(open_windows)s, %(at)s, %(embedded_at)s
+WHERE EXISTS (
+    SELECT 1 FROM dw_chat_partitions
+    WHERE org_id = %(org_id)s AND provider = %(provider)s
+      AND external_channel_id = %(channel_id)s)
+ON CONFLICT (org_id, provider, external_channel_id, model) DO UPDATE SET
+    position_at = excluded.position_at,
+    position_event_id = excluded.position_event_id,
+    windows_embedded = excluded.windows_embedded,
+    poison_windows = excluded.poison_windows,
+    poison_events = excluded.poison_events,
+    stalled = excluded.stalled,
+    open_windows = excluded.open_windows,
+    swept_at = excluded.swept_at,
+    embedded_at = coalesce(excluded.embedded_at, s.embedded_at)
+"""
+
+
+class PostgresOrgDirectory:
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def page(self, query: OrgPageQuery) -> list[OrgRow]:
+        params: dict[str, Any] = {
+            "limit": query.limit,
+            "model": query.model,
+            "now": query.now,
+            "earliest": AcceptedTimeRange.for_stored_rows(query.now).earliest,
+        }
+        after = prefix = visible = sql.SQL("")
+        if query.after is not None:
+            after, params["after"] = _AFTER, query.after
+        if query.prefix is not None:
+            prefix = _PREFIX
+            params["low"], params["high"] = prefix_range(query.prefix)
+        if query.visible is not None:
+            visible, params["visible"] = _VISIBLE, sorted(query.visible)
+        statement = _PAGE.format(after=after, prefix=prefix, visible=visible, embeddable=EMBEDDABLE)
+        with self._db.connection() as conn:
+            rows = conn.execute(statement, params).fetchall()
+        return [_org_row(r) for r in rows]
+
+    def record_visit(self, visit: PartitionVisit) -> None:
+        position = visit.position
+        params = {
+            "org_id": visit.partition.org_id,
+            "provider": visit.partition.provider,
+            "channel_id": visit.partition.channel_id,
+            "model": visit.model,
+            "position_at": None if position is None else position.occurred_at,
+            "position_event_id": None if position is None else position.event_id,
+            "windows_embedded": visit.windows_embedded,
+            "poison_windows": visit.poison_windows,
+            "poison_events": visit.poison_events,
+            "stalled": visit.stalled,
+            "open_windows": visit.open_windows,
+            "at": visit.at,
+            "embedded_at": visit.at if visit.embedded else None,
+        }
+        with self._db.connection() as conn:
+            conn.execute(
+                "SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
+                (RETENTION_LOCK_CLASS, visit.partition.org_id),
+            )
+            conn.execute(_RECORD_VISIT, params)
+
+    def forget_model(self, model: str) -> int:
+        with self._db.connection() as conn:
+            return conn.execute(
+                "DELETE FROM dw_sweep_partition_state WHERE model = %s", (model,)
+            ).rowcount
+
+
+def _org_row(row: dict[str, Any]) -> OrgRow:
+    flags = cast(dict[str, Any], row["org_flags"])
+    return OrgRow(
+        org_id=str(row["org_id"]),
+        org_flags={str(k): bool(v) for k, v in flags.items()},
+        retention_days=None if row["retention_days"] is None else int(row["retention_days"]),
+        partitions=int(row["partitions"]),
+        messages=int(row["messages"]),
+        open_windows=int(row["open_windows"]),
+        poison_windows=int(row["poison_windows"]),
+        poison_events=int(row["poison_events"]),
+        oldest_unswept_at=cast(datetime | None, row["oldest_unswept_at"]),
+        last_embedded_at=cast(datetime | None, row["last_embedded_at"]),
+        last_swept_at=cast(datetime | None, row["last_swept_at"]),
+    )
