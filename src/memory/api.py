@@ -37,6 +37,7 @@ from memory.application.errors import DeadlineExceeded, ServiceUnavailable
 from memory.application.history.drop_model import DropReport
 from memory.application.history.feature_flags import GlobalFlag, OrgFlag
 from memory.application.history.ingest import IngestResult
+from memory.application.history.org_directory import OrgPage, OrgSummary
 from memory.application.history.retention import PurgeReport, Retention
 from memory.application.history.service import HistoryService, OrgSweepStatus
 from memory.application.history.sweep import SweepReport
@@ -81,6 +82,8 @@ __all__ = [
     "NewPolicy",
     "NotFound",
     "OrgFlag",
+    "OrgPage",
+    "OrgSummary",
     "OrgSweepStatus",
     "PolicyDocument",
     "PolicyService",

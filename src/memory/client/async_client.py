@@ -228,6 +228,17 @@ class AsyncMemoryClient:
     async def sweep(self, org_id: str | None = None) -> s.SweepReportBody:
         return await self._one(lambda: calls.sweep(org_id))
 
+    async def orgs(
+        self,
+        *,
+        limit: int | None = None,
+        prefix: str | None = None,
+        cursor: str | None = None,
+    ) -> s.OrgDirectoryBody:
+        """One page of the org directory (a key for one org sees that org only); pass
+        `next_cursor` back as `cursor` for the next."""
+        return await self._one(lambda: calls.orgs(limit=limit, prefix=prefix, cursor=cursor))
+
     async def sweep_status(self, org_id: str) -> s.SweepStatusBody:
         return await self._one(lambda: calls.sweep_status(org_id))
 

@@ -135,6 +135,11 @@ def _org(org_id: str) -> str:
     return f"/v1/orgs/{_seg(org_id)}"
 
 
+def orgs(*, limit: int | None, prefix: str | None, cursor: str | None) -> Call[s.OrgDirectoryBody]:
+    params = _params(limit=limit, prefix=prefix, cursor=cursor)
+    return Call("GET", "/v1/orgs", s.OrgDirectoryBody, params=params)
+
+
 def ingest(
     org_id: str, events: Sequence[h.ChatEventBody | Mapping[str, Any]]
 ) -> Call[s.IngestReceiptBody]:

@@ -222,6 +222,17 @@ class MemoryClient:
     def sweep(self, org_id: str | None = None) -> s.SweepReportBody:
         return self._one(lambda: calls.sweep(org_id))
 
+    def orgs(
+        self,
+        *,
+        limit: int | None = None,
+        prefix: str | None = None,
+        cursor: str | None = None,
+    ) -> s.OrgDirectoryBody:
+        """One page of the org directory (a key for one org sees that org only); pass
+        `next_cursor` back as `cursor` for the next."""
+        return self._one(lambda: calls.orgs(limit=limit, prefix=prefix, cursor=cursor))
+
     def sweep_status(self, org_id: str) -> s.SweepStatusBody:
         return self._one(lambda: calls.sweep_status(org_id))
 

@@ -16,7 +16,7 @@ from memory.application.history.service import HistoryService
 from memory.application.history.sweep import PartitionReport
 from memory.domain.audit.admin_action import Actor
 from memory.domain.errors import DomainError
-from memory.entrypoints.cli_output import emit, error
+from memory.entrypoints.cli_output import emit, error, wants_json
 from memory.entrypoints.operator import cli_actor
 from memory.infrastructure.settings import Settings
 
@@ -193,6 +193,37 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _orgs(args: argparse.Namespace) -> int:
+    with _history(args.settings) as history:
+        try:
+            page = history.orgs(limit=args.limit, prefix=args.prefix, cursor=args.cursor)
+        except DomainError as exc:
+            error(exc.message)
+            return 2
+        if wants_json():
+            _print({"orgs": page.orgs, "next_cursor": page.next_cursor})
+            return 0
+        rows = [
+            {
+                "org": o.org_id,
+                "semantic": o.semantic_search,
+                "decided_by": f"{o.semantic_search_by.layer}:{o.semantic_search_by.flag}",
+                "retention_days": o.retention_days,
+                "default_retention": o.retention_default,
+                "partitions": o.partitions,
+                "messages": o.messages,
+                "open": o.open_windows,
+                "poison_windows": o.poison_windows,
+                "poison_events": o.poison_events,
+                "max_lag_s": None if o.max_lag_seconds is None else round(o.max_lag_seconds),
+                "last_embedded_at": o.last_embedded_at,
+            }
+            for o in page.orgs
+        ]
+        _print({"orgs": rows or "none", "next_cursor": page.next_cursor})
+    return 0
+
+
 def _reindex(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
         bar = _ReindexBar()
@@ -228,6 +259,18 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     status = commands.add_parser("status", help="sweep progress of an org, per partition")
     status.add_argument("org")
     status.set_defaults(func=_status)
+    orgs = commands.add_parser(
+        "orgs",
+        help="every org the service knows, with flags, retention, counts and sweep health",
+        description=(
+            "One page of the org directory, in byte order of org id; pass the printed "
+            "next cursor as --cursor for the next page."
+        ),
+    )
+    orgs.add_argument("--prefix", help="only orgs whose id starts with this")
+    orgs.add_argument("--limit", type=int, help="orgs per page (1..200, default 50)")
+    orgs.add_argument("--cursor", help="the next cursor a previous page printed")
+    orgs.set_defaults(func=_orgs)
     reindex = commands.add_parser(
         "reindex",
         help="re-index chat events for full-text search (after an upgrade; resumable)",

@@ -69,6 +69,8 @@ FAMILIES = [
         ),
         per_org=True,
     ),
+    # Any key with the scope; what it lists depends on the key (below).
+    Family("org directory", "history:read", (Call("GET", "/v1/orgs"),)),
     Family(
         "history ingest",
         "history:write",
@@ -174,6 +176,25 @@ async def test_another_org_is_refused_without_saying_whether_it_exists(
     assert existing.status_code == unknown.status_code == 403
     assert existing.json() == unknown.json()
     assert OTHER not in existing.text
+
+
+async def test_the_org_directory_lists_only_the_orgs_a_key_covers(full_app: FullApp) -> None:
+    async with full_app() as running:
+        await _seed(running)
+        retention = await running.admin.put(f"/v1/orgs/{NOWHERE}/retention", json={"days": 9})
+        assert retention.status_code == 200
+        own = await running.new_key("own reader", OWN, "history:read")
+        everything = await running.new_key("all reader", None, "history:read")
+        async with running.client(own) as client:
+            mine = (await client.get("/v1/orgs")).json()
+            # A prefix or cursor cannot widen it.
+            others = (await client.get("/v1/orgs", params={"prefix": "g"})).json()
+        async with running.client(everything) as client:
+            every = (await client.get("/v1/orgs")).json()
+    assert [o["org_id"] for o in mine["orgs"]] == [OWN]
+    assert mine["next_cursor"] is None
+    assert others["orgs"] == []
+    assert [o["org_id"] for o in every["orgs"]] == sorted([OWN, OTHER, NOWHERE])
 
 
 async def test_no_key_and_bad_keys_are_401_with_a_bearer_challenge(full_app: FullApp) -> None:

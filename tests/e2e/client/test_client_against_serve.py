@@ -125,6 +125,42 @@ def test_the_history_lifecycle_through_the_client(served: str) -> None:
         assert memory.search_history("acme", "password").org_known is False
 
 
+def test_the_org_directory_through_both_clients(served: str) -> None:
+    with MemoryClient(served, api_key=TEST_ADMIN_TOKEN) as memory:
+        memory.set_retention("dir-a", 12)
+        memory.ingest(
+            "dir-b",
+            [
+                ChatEvent(
+                    provider="slack",
+                    channel_id="C1",
+                    sender="ali",
+                    text="where is my invoice",
+                    occurred_at=datetime.now(UTC) - timedelta(hours=1),
+                )
+            ],
+        )
+        first = memory.orgs(prefix="dir-", limit=1)
+        assert [(o.org_id, o.retention.days) for o in first.orgs] == [("dir-a", 12)]
+        assert first.next_cursor is not None
+        second = memory.orgs(prefix="dir-", limit=1, cursor=first.next_cursor)
+        (b,) = second.orgs
+        assert (b.org_id, b.messages, b.partitions, b.retention.default) == ("dir-b", 1, 1, True)
+        assert second.next_cursor is None
+        with pytest.raises(InvalidRequest) as bad:
+            memory.orgs(limit=500)
+        assert bad.value.code == "validation_error"
+        reader = memory.create_api_key("dir-b reader", ["history:read"], org_id="dir-b")
+
+    async def listed(secret: str) -> list[str]:
+        async with AsyncMemoryClient(served, api_key=secret) as memory:
+            page = await memory.orgs(prefix="dir-")
+            return [o.org_id for o in page.orgs]
+
+    assert anyio.run(listed, TEST_ADMIN_TOKEN) == ["dir-a", "dir-b"]
+    assert anyio.run(listed, reader.secret) == ["dir-b"]
+
+
 def test_the_async_client(served: str) -> None:
     async def run() -> tuple[int, list[str]]:
         async with AsyncMemoryClient(served, api_key=TEST_ADMIN_TOKEN) as memory:
