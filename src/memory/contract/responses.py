@@ -282,6 +282,9 @@ class PartitionStatusBody(Answer):
     model: str
     watermark: WatermarkBody
     lag: LagBody
+    open_windows: int = Field(
+        default=0, description="Windows still open in what the sweep reads next."
+    )
     windows_embedded: int
     windows_skipped: int
     poison_windows: list[PoisonWindowBody]

@@ -182,6 +182,7 @@ def _status(args: argparse.Namespace) -> int:
                         "position": s.mark.position,
                         "lag_events": s.lag_events,
                         "oldest_closed_window_age_seconds": s.oldest_closed_window_age_seconds,
+                        "open_windows": s.open_windows,
                         "poison_windows": len(s.poison_windows),
                         "poison_events": len(s.poison_events),
                         "stalled": s.stalled,

@@ -225,6 +225,7 @@ async def test_sweep_endpoints_report_progress_stalls_and_poison(
         (part,) = (await client.get("/v1/orgs/acme/sweep")).json()["partitions"]
         assert part["stalled"] is False
         assert part["lag"] == {"events": 1, "oldest_closed_window_age_seconds": None}
+        assert part["open_windows"] == 1  # the newest message's conversation goes on
         assert part["watermark"]["position"]["event_id"]
         (poison,) = part["poison_windows"]
         assert poison["message_count"] == 1 and poison["reason"] == "input_rejected"

@@ -163,6 +163,10 @@ def test_after_a_sweep_the_org_shows_its_open_and_poisoned_windows_and_lag(
     assert acme.max_lag_seconds == pytest.approx(5 * 60)
     assert (quiet.org_id, quiet.partitions, quiet.max_lag_seconds) == ("quiet", 0, None)
     assert quiet.last_swept_at is None
+    # The org's own status shows the same per partition.
+    c1, c2 = runtime.service.sweep_status("acme").partitions
+    assert (c1.open_windows, len(c1.poison_windows)) == (1, 1)
+    assert (c2.open_windows, len(c2.poison_events)) == (0, 1)
 
     # A later pass that embeds nothing keeps the time of the last one that did.
     clock.advance(minutes=10)

@@ -22,6 +22,8 @@ class PartitionStatus:
     lag_events: int
     # Age of the oldest closed window not yet consumed (None: nothing waiting to embed).
     oldest_closed_window_age_seconds: float | None
+    # Windows in what the sweep reads next that are still open (the conversation may go on).
+    open_windows: int
     windows_embedded: int
     windows_skipped: int
     poison_windows: list[PoisonWindow]
@@ -70,7 +72,8 @@ class SweepStatus:
         mark = watermark.mark
         now = self._clock()
         read = self._next_read(partition, mark)
-        closed = plan(read, now=now, budget=self._budget).closed
+        planned = plan(read, now=now, budget=self._budget)
+        closed = planned.closed
         age = (now - closed[0].last.occurred_at).total_seconds() if closed else None
         return PartitionStatus(
             partition=partition,
@@ -78,6 +81,7 @@ class SweepStatus:
             mark=mark,
             lag_events=self._events.count_unconsumed(partition, mark),
             oldest_closed_window_age_seconds=age,
+            open_windows=planned.open_windows,
             windows_embedded=watermark.windows_embedded,
             windows_skipped=watermark.windows_skipped,
             poison_windows=list(watermark.poison_windows),

@@ -324,6 +324,7 @@ def _partition_status(status: PartitionStatus) -> dict[str, Any]:
             "events": status.lag_events,
             "oldest_closed_window_age_seconds": status.oldest_closed_window_age_seconds,
         },
+        "open_windows": status.open_windows,
         "windows_embedded": status.windows_embedded,
         "windows_skipped": status.windows_skipped,
         "poison_windows": [
