@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 
 
 class LastRuns:
-    """`ServiceObserver` keeping the last sweep pass and purge, as /healthz shows them."""
+    """`ServiceObserver` keeping the last sweep pass and purge, as /healthz shows them: each
+    with its `outcome` (docs/adr/0071), so a pass that failed is not hidden behind the last
+    one that worked."""
 
     def __init__(self) -> None:
         self.sweep: dict[str, Any] | None = None
@@ -54,25 +56,42 @@ class LastRuns:
 
     def observe(self, call: ServiceCall) -> None:
         finished_at = datetime.now(UTC).isoformat()
-        if isinstance(call.result, SweepReport):
+        if call.operation == "sweep":
+            trigger = str(call.labels.get("trigger"))
+            self.passes[trigger] = self.passes.get(trigger, 0) + 1
             self.sweep = {
                 "finished_at": finished_at,
                 "seconds": round(call.seconds, 3),
                 "trigger": call.labels.get("trigger"),
                 "org_id": call.labels.get("org_id"),
-                **call.result.summary(),
+                **_outcome(call),
             }
-            trigger = str(call.labels.get("trigger"))
-            self.passes[trigger] = self.passes.get(trigger, 0) + 1
-            self.windows_embedded_total += call.result.windows_embedded
-            self.partitions_busy_total += call.result.partitions_busy
-        elif isinstance(call.result, PurgeReport):
-            self.purge = {
-                "finished_at": finished_at,
-                "orgs": call.result.orgs,
-                "events_deleted": call.result.events_deleted,
-                "embeddings_deleted": call.result.embeddings_deleted,
-            }
+            if isinstance(call.result, SweepReport):
+                self.sweep.update(call.result.summary())
+                self.windows_embedded_total += call.result.windows_embedded
+                self.partitions_busy_total += call.result.partitions_busy
+        elif call.operation == "purge":
+            self.purge = {"finished_at": finished_at, **_outcome(call)}
+            if isinstance(call.result, PurgeReport):
+                self.purge.update(
+                    orgs=call.result.orgs,
+                    events_deleted=call.result.events_deleted,
+                    embeddings_deleted=call.result.embeddings_deleted,
+                )
+
+
+def _outcome(call: ServiceCall) -> dict[str, Any]:
+    """`ok`; for a sweep, `stalled` (a partition's model failed) or `interrupted` (stopped
+    between batches); `failed` with the error's class (never its message: it may quote
+    data) when the call raised."""
+    if call.error is not None:
+        return {"outcome": "failed", "error": type(call.error).__name__}
+    if isinstance(call.result, SweepReport):
+        if call.result.partitions_stalled:
+            return {"outcome": "stalled"}
+        if call.result.partitions_interrupted:
+            return {"outcome": "interrupted"}
+    return {"outcome": "ok"}
 
 
 class HistoryRuntime:

@@ -324,6 +324,7 @@ async def test_health_and_metrics_report_the_history_context(history_app, event)
         health = (await client.get("/healthz")).json()["contexts"]["history"]
         assert health["model"]["id"] == "hash:1024" and health["model"]["available"] is True
         assert health["sweep"]["last_run"]["windows_embedded"] == 1
+        assert health["sweep"]["last_run"]["outcome"] == "ok"
         metrics = (await client.get("/metrics")).text
         for name in (
             "memory_history_ingested_events_total",

@@ -113,21 +113,7 @@ class PostgresOrgDirectory:
         self._db = database
 
     def page(self, query: OrgPageQuery) -> list[OrgRow]:
-        params: dict[str, Any] = {
-            "limit": query.limit,
-            "model": query.model,
-            "now": query.now,
-            "earliest": AcceptedTimeRange.for_stored_rows(query.now).earliest,
-        }
-        after = prefix = visible = sql.SQL("")
-        if query.after is not None:
-            after, params["after"] = _AFTER, query.after
-        if query.prefix is not None:
-            prefix = _PREFIX
-            params["low"], params["high"] = prefix_range(query.prefix)
-        if query.visible is not None:
-            visible, params["visible"] = _VISIBLE, sorted(query.visible)
-        statement = _PAGE.format(after=after, prefix=prefix, visible=visible, embeddable=EMBEDDABLE)
+        statement, params = page_statement(query)
         with self._db.connection() as conn:
             rows = conn.execute(statement, params).fetchall()
         return [_org_row(r) for r in rows]
@@ -161,6 +147,27 @@ class PostgresOrgDirectory:
             return conn.execute(
                 "DELETE FROM dw_sweep_partition_state WHERE model = %s", (model,)
             ).rowcount
+
+
+def page_statement(query: OrgPageQuery) -> tuple[sql.Composed, dict[str, Any]]:
+    """The one statement of a page and its parameters (also what bench/org_directory.py
+    explains)."""
+    params: dict[str, Any] = {
+        "limit": query.limit,
+        "model": query.model,
+        "now": query.now,
+        "earliest": AcceptedTimeRange.for_stored_rows(query.now).earliest,
+    }
+    after = prefix = visible = sql.SQL("")
+    if query.after is not None:
+        after, params["after"] = _AFTER, query.after
+    if query.prefix is not None:
+        prefix = _PREFIX
+        params["low"], params["high"] = prefix_range(query.prefix)
+    if query.visible is not None:
+        visible, params["visible"] = _VISIBLE, sorted(query.visible)
+    statement = _PAGE.format(after=after, prefix=prefix, visible=visible, embeddable=EMBEDDABLE)
+    return statement, params
 
 
 def _org_row(row: dict[str, Any]) -> OrgRow:
