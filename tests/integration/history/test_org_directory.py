@@ -57,13 +57,13 @@ def test_message_counts_stay_exact_through_duplicates_purges_and_erasure(
         return {o.org_id: o.messages for o in runtime.service.orgs().orgs}
 
     assert messages() == {"acme": 3, "other": 1}
-    runtime.service.erase_events("acme", event_ids=["m1"])
+    runtime.service.erase_events("acme", event_ids=["m1"], actor=TEST_ACTOR)
     assert messages() == {"acme": 2, "other": 1}
     clock.advance(days=40)
     runtime.service.purge("acme")
     # Its events are past retention, but its partitions are still known: still listed.
     assert messages() == {"acme": 0, "other": 1}
-    runtime.service.erase_org("acme")
+    runtime.service.erase_org("acme", actor=TEST_ACTOR)
     assert messages() == {"other": 1}
 
 
@@ -75,7 +75,7 @@ def test_an_org_is_forgotten_when_its_last_flag_or_retention_goes(make_runtime) 
     runtime.service.set_org_flag("x", MODULE_FLAG, None, actor=TEST_ACTOR)
     assert [o.org_id for o in runtime.service.orgs().orgs] == ["x", "y"]
     runtime.service.set_org_flag("x", SEMANTIC_SEARCH_FLAG, None, actor=TEST_ACTOR)
-    runtime.service.erase_org("y")
+    runtime.service.erase_org("y", actor=TEST_ACTOR)
     assert runtime.service.orgs().orgs == []
 
 
@@ -207,7 +207,7 @@ def test_erasure_and_dropping_a_model_remove_the_sweep_state_they_made_stale(
     assert kit.scalar(states) == 0
     runtime.service.sweep(trigger="test")
     assert kit.scalar(states) == 2
-    runtime.service.erase_org("acme")
+    runtime.service.erase_org("acme", actor=TEST_ACTOR)
     assert kit.scalar(states) == 0
 
 
