@@ -131,24 +131,26 @@ def test_reindex_command_reindexes_rows_stored_without_segmenting(
     assert json.loads(out) == {"rows_reindexed": 0, "rows_left": 0}
 
 
-def test_history_orgs_lists_the_directory_as_json_and_as_a_table(cli_env: str, capsys) -> None:
-    assert run(capsys, "history", "status", "acme")[0] == 0  # migrates an empty database
+def test_history_orgs_lists_the_directory_as_json_and_as_a_table(
+    cli_env: str, run: RunCli, run_cli: RunCli
+) -> None:
+    assert run("history", "status", "acme")[0] == 0  # migrates an empty database
     seed(cli_env)
-    assert run(capsys, "sweep", "--once")[0] == 0
-    code, out, _ = run(capsys, "history", "orgs", "--limit", "1")
+    assert run("sweep", "--once")[0] == 0
+    code, out, _ = run("history", "orgs", "--limit", "1")
     assert code == 0
     page = json.loads(out)
     (acme,) = page["orgs"]
     assert (acme["org_id"], acme["messages"], acme["partitions"]) == ("acme", 3, 1)
     assert (acme["semantic_search"], acme["semantic_search_by"]["layer"]) == (True, "global")
     assert acme["last_embedded_at"] is not None
-    code, out, _ = run(capsys, "history", "orgs", "--cursor", page["next_cursor"])
+    code, out, _ = run("history", "orgs", "--cursor", page["next_cursor"])
     assert [o["org_id"] for o in json.loads(out)["orgs"]] == ["globex"]
 
-    assert main(["history", "orgs", "--prefix", "glo"]) == 0
-    text = capsys.readouterr().out
+    code, text, _ = run_cli("history", "orgs", "--prefix", "glo")
+    assert code == 0
     assert "globex" in text and "acme" not in text
     assert "poison windows" in text and "OrgSummary(" not in text
 
-    code, out, err = run(capsys, "history", "orgs", "--limit", "0")
+    code, out, err = run("history", "orgs", "--limit", "0")
     assert code == 2 and "limit" in err
