@@ -28,6 +28,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from psycopg import ClientCursor
+
 from memory.application.history.ports import OrgPageQuery
 from memory.domain.history.chat_event import ChatEvent
 from memory.infrastructure.history.chat_events import PostgresChatEventLog
@@ -68,7 +70,7 @@ def fill(db: Database, orgs: int, messages: int) -> None:
         conn.execute(
             "INSERT INTO dw_chat_events (org_id, event_id, provider, external_channel_id,"
             " sender, event_type, decision, message_text, occurred_at)"
-            " SELECT 'org-' || lpad(o::text, 6, '0'), 'e' || m, 'slack', 'C' || (m % 2),"
+            " SELECT 'org-' || lpad(o::text, 6, '0'), 'e' || m, 'slack', 'C' || (m %% 2),"
             " 'ali', 'message', 'received', 'message number ' || m,"
             " %(t0)s + m * interval '1 minute'"
             " FROM generate_series(0, %(orgs)s - 1) AS o, generate_series(1, %(messages)s) AS m",
@@ -162,7 +164,7 @@ def measure_pages(db: Database, orgs: int, repeats: int) -> None:
 def explain(db: Database) -> None:
     statement, params = page_statement(OrgPageQuery(None, None, None, 51, MODEL, NOW))
     with db.connection() as conn:
-        query = conn.cursor().mogrify(statement, params)
+        query = ClientCursor(conn).mogrify(statement, params)
         rows = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {query}").fetchall()
     print("\nEXPLAIN ANALYZE of the first page (51 rows)")
     for row in rows:
