@@ -63,14 +63,6 @@ def _click(driver: webdriver.Chrome, css: str) -> None:
     wait_for(driver, lambda d: d.find_element(By.CSS_SELECTOR, css)).click()
 
 
-def _has_directory(base: str) -> bool:
-    """Whether the service lists its orgs (GET /v1/orgs). Without it the console opens an
-    org by the id typed in; each case checks what the page shows then."""
-    answer = httpx.get(f"{base}/v1/orgs", headers=AUTH_HEADERS)
-    assert answer.status_code in (200, 404), answer.text
-    return answer.status_code == 200
-
-
 def _assert_key_kept_in_the_session_only(driver: webdriver.Chrome, secret: str) -> None:
     kept = storage(driver)
     assert kept["local"] == {}, "nothing in localStorage"
@@ -101,12 +93,12 @@ def test_the_console_asks_for_a_key_and_shows_each_refusal(
     # The server's first background pass (it runs at start-up): Refresh until it shows.
     def last_sweep(d: webdriver.Chrome) -> str | None:
         shown_now = d.find_element(By.CSS_SELECTOR, '[data-testid="last-sweep"]').text
-        if "Finished" in shown_now:
+        if "Outcome" in shown_now:
             return shown_now
         d.find_element(By.XPATH, "//button[text()='Refresh']").click()
         return None
 
-    assert "Partitions" in wait_for(driver, last_sweep)
+    assert "Outcome\nok" in wait_for(driver, last_sweep)
     text_of(driver, "service", "ok")
     assert "Enter an API key" in shown(driver, "orgs-summary").text
 
@@ -136,10 +128,7 @@ def test_the_console_asks_for_a_key_and_shows_each_refusal(
     assert created.status_code == 201, created.text
     reader = created.json()["secret"]
     enter_key(driver, reader)
-    if _has_directory(base):
-        assert ORG in text_of(driver, "orgs", "kedai-runcit")
-    else:
-        shown(driver, "no-directory")
+    assert ORG in text_of(driver, "orgs", "kedai-runcit")
 
     _fill(driver, "org-id", ORG)  # an org opened by its id
     _click(driver, "#org-open")
@@ -169,11 +158,8 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
     base, driver = demo_server, browser
     driver.get(f"{base}/console")
     enter_key(driver, TEST_ADMIN_TOKEN)
-    if _has_directory(base):
-        summary = text_of(driver, "orgs-summary", "Semantic search on")
-        assert "Orgs\n2" in summary
-    else:
-        text_of(driver, "orgs-summary", "no org directory")
+    summary = text_of(driver, "orgs-summary", "Semantic search on")
+    assert "Orgs\n2" in summary
 
     # History playground: a full-text hit and semantic hits with similarity and window.
     driver.get(f"{base}/console#/history")
@@ -230,12 +216,8 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
 
     # Orgs: the directory, then one org; turn its semantic search off.
     driver.get(f"{base}/console#/orgs")
-    if _has_directory(base):
-        text_of(driver, "orgs", "kedai-runcit")
-        _click(driver, f'a[href="#/orgs/{ORG}"]')
-    else:
-        _fill(driver, "org-id", ORG)
-        _click(driver, "#org-open")
+    text_of(driver, "orgs", "kedai-runcit")
+    _click(driver, f'a[href="#/orgs/{ORG}"]')
     text_of(driver, "semantic-search", "on")
     text_of(driver, "partitions", "slack/ops")
     _click(driver, f'[data-testid="flag-off-{SEMANTIC}"]')

@@ -36,7 +36,7 @@ export async function render(container, args) {
         previous: cursors.length ? () => load(cursors.pop()) : null,
       }));
     } catch (error) {
-      replace(out, directoryMissing(error) || errorBox(error));
+      replace(out, errorBox(error));
     }
   }
 
@@ -94,13 +94,6 @@ function directory(page, number, { next, previous }) {
   ];
 }
 
-/** A server older than the org directory answers GET /v1/orgs with 404 (no such route; the
- * route itself never answers 404): say so instead of showing an error. */
-export function directoryMissing(error) {
-  if (error.status !== 404) return null;
-  return h("p", { class: "empty", "data-testid": "no-directory" }, "This service has no org directory (GET /v1/orgs); open an org by its id.");
-}
-
 function flagSource(by) {
   if (!by) return "";
   return by.layer === "org" ? "set for this org" : `global ${by.default ? "default" : "setting"}`;
@@ -155,8 +148,7 @@ async function renderOrg(container, orgId) {
           : h("p", { class: "empty" }, "The service has no chat for this org."),
       );
     } catch (error) {
-      if (directoryMissing(error)) summaryBox.remove();
-      else replace(summaryBox, h("h3", {}, "Summary"), errorBox(error));
+      replace(summaryBox, h("h3", {}, "Summary"), errorBox(error));
     }
   }
 
