@@ -59,8 +59,10 @@ def test_a_configuration_error_names_the_environment_variable(
 ) -> None:
     monkeypatch.setenv("MEMORY_LOG_LEVEL", "LOUD")
     monkeypatch.setenv("MEMORY_POOL_MAX_SIZE", "0")
+    monkeypatch.setenv("MEMORY_DATABASE_STALL_TIMEOUT", "0")
     assert main(["policies", "status"]) == 2
     err = capsys.readouterr().err
+    assert "MEMORY_DATABASE_STALL_TIMEOUT: Input should be greater than 0 (got '0')" in err
     assert "MEMORY_LOG_LEVEL: must be one of DEBUG, INFO, WARNING, ERROR (got 'LOUD')" in err
     assert "MEMORY_POOL_MAX_SIZE:" in err
     assert "log_level" not in err and "pool_max_size" not in err

@@ -1,12 +1,14 @@
 """A database that accepts connections and then hangs: every process of the cluster is
 stopped (SIGSTOP) underneath a running `memory serve`, so connections stay open and nothing
-answers (docs/adr/0082). /healthz and searches answer within their budgets; a write waiting
-on the database answers 504 once it has waited `DATABASE_STALL_SECONDS`, instead of never.
+answers (docs/adr/0082). /healthz and searches answer within their budgets; a write or a
+read waiting on the database answers 504 once it has waited the configured stall limit
+(`MEMORY_DATABASE_STALL_TIMEOUT`, small here so the test is quick), instead of never.
 When the cluster continues, the abandoned writes complete: nothing is lost and retrying
 duplicates nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -15,18 +17,25 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 from tests.conftest import AUTH_HEADERS
 from tests.e2e.processes import HASH_MODELS, serve, terminate, wait_healthy
 
-from memory.entrypoints.http.database_stall import DATABASE_STALL_SECONDS
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
 
-# Generous bounds for a noisy 2-core machine. Before: writes did not answer at all while
-# the database was stopped (measured: no answer in 40 s, the client's timeout).
+# The server's MEMORY_DATABASE_STALL_TIMEOUT: below the 10 s default, so the test is quick.
+STALL_SECONDS = 3.0
+# Every pool holds this many open connections (min = max), all to backends about to be
+# stopped: every request then finds a hung connection, none waits for a new one (503).
+POOL_SIZE = 12
+# Generous bounds for a noisy 2-core machine. Before: writes, and reads such as feature
+# flags or the policy listing, did not answer at all while the database was stopped with
+# a pooled connection (measured: no answer in 40 s, the client's timeout).
 HEALTH_ANSWER_SECONDS = 4.0
 SEARCH_ANSWER_SECONDS = 6.0
-WRITE_ANSWER_SECONDS = DATABASE_STALL_SECONDS + 6.0
+WRITE_ANSWER_SECONDS = STALL_SECONDS + 6.0
 RECOVERY_SECONDS = 15.0
+POOL_FILLED_SECONDS = 15.0
 
 
 def _cluster_processes(cluster: EmbeddedPostgres) -> list[int]:
@@ -43,6 +52,28 @@ def _cluster_processes(cluster: EmbeddedPostgres) -> list[int]:
         if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
             children.append(int(entry.name))
     return [postmaster, *children]
+
+
+def _signal(pid: int, signum: int) -> None:
+    # A backend may end between being listed and being signalled (the one that counted
+    # the connections below exits as it closes): nothing is left to stop or continue.
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signum)
+
+
+def _wait_for_connections(cluster_url: str, database: str, count: int) -> None:
+    """Until the server holds at least `count` connections to `database` (its pools open
+    their connections in the background)."""
+    deadline = time.monotonic() + POOL_FILLED_SECONDS
+    with psycopg.connect(cluster_url, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (database,)
+            ).fetchone()
+            if row is not None and row[0] >= count:
+                return
+            assert time.monotonic() < deadline, f"{row} connections to {database}"
+            time.sleep(0.1)
 
 
 def _event(event_id: str, text: str) -> dict[str, Any]:
@@ -66,7 +97,15 @@ def test_a_hung_database_gets_answers_within_bounds_and_loses_nothing(
     url = create_database(cluster.url, "hang")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = serve(cluster_home / "home", port, MEMORY_DATABASE_URL=url, **HASH_MODELS)
+    proc = serve(
+        cluster_home / "home",
+        port,
+        MEMORY_DATABASE_URL=url,
+        MEMORY_DATABASE_STALL_TIMEOUT=str(STALL_SECONDS),
+        MEMORY_POOL_MIN_SIZE=str(POOL_SIZE),
+        MEMORY_POOL_MAX_SIZE=str(POOL_SIZE),
+        **HASH_MODELS,
+    )
     timings: dict[str, float] = {}
 
     def call(label: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -82,16 +121,19 @@ def test_a_hung_database_gets_answers_within_bounds_and_loses_nothing(
         assert first.status_code == 201
         ingested = call("ingest", "POST", "/v1/orgs/acme/chat-events", json=_event("e0", "hi"))
         assert ingested.status_code == 201
+        _wait_for_connections(cluster.url, "hang", POOL_SIZE)
         # Every pooled connection is now open to a backend that will be stopped.
         stopped = _cluster_processes(cluster)
         for pid in stopped:
-            os.kill(pid, signal.SIGSTOP)
+            _signal(pid, signal.SIGSTOP)
         calls: list[tuple[str, str, str, dict[str, Any]]] = [
             ("healthz", "GET", "/healthz", {}),
             ("policy search", "POST", "/v1/policies/search", {"json": {"query": "x"}}),
             ("history search", "GET", "/v1/orgs/acme/history/search", {"params": {"q": "hi"}}),
             ("policy store", "POST", "/v1/policies", {"json": {"policy_id": "p1", "content": "y"}}),
             ("ingest hung", "POST", "/v1/orgs/acme/chat-events", {"json": _event("e1", "hello")}),
+            ("flags", "GET", "/v1/feature-flags", {}),
+            ("policy listing", "GET", "/v1/policies", {}),
         ]
         with ThreadPoolExecutor(len(calls)) as pool:
             answers = dict(
@@ -114,9 +156,17 @@ def test_a_hung_database_gets_answers_within_bounds_and_loses_nothing(
             if answer.status_code == 504:
                 assert answer.json()["error"]["details"]["stage"] == "database"
             assert timings[label] < WRITE_ANSWER_SECONDS
+        # Reads on a hung pooled connection are bounded the same way.
+        for label in ("flags", "policy listing"):
+            answer = answers[label]
+            assert answer.status_code == 504, answer.text
+            error = answer.json()["error"]
+            assert error["code"] == "timeout"
+            assert error["details"] == {"timeout_seconds": STALL_SECONDS, "stage": "database"}
+            assert timings[label] < WRITE_ANSWER_SECONDS
     finally:
         for pid in stopped:
-            os.kill(pid, signal.SIGCONT)
+            _signal(pid, signal.SIGCONT)
         try:
             deadline = time.monotonic() + RECOVERY_SECONDS
             while httpx.get(f"{base}/healthz", timeout=10).status_code != 200:

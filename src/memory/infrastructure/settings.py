@@ -13,6 +13,7 @@ from memory.infrastructure.embedding.circuit_breaker import (
     BREAKER_COOLDOWN_SECONDS,
     BREAKER_FAILURE_THRESHOLD,
 )
+from memory.infrastructure.postgres.database_waits import DATABASE_STALL_SECONDS
 
 DEFAULT_LOCAL_MODEL = "local:multilingual-e5-small"
 ENV_PREFIX = "MEMORY_"
@@ -50,6 +51,10 @@ class Settings(BaseSettings):
     # Longest wait (seconds) for a database connection: while the database is down, requests
     # answer 503 `database_unavailable` after this instead of hanging.
     database_timeout: float = Field(default=2.0, gt=0, le=60)
+    # Longest wait (seconds) of a request in one database call: a database that accepts
+    # connections and then hangs (stopped, frozen storage) gets 504 `timeout` after this
+    # instead of no answer (docs/adr/0082).
+    database_stall_timeout: float = Field(default=DATABASE_STALL_SECONDS, gt=0, le=600)
 
     # Embedding models, as `provider:name[@dims]` specs (see memory.infrastructure.embedding).
     policy_model: str = DEFAULT_LOCAL_MODEL

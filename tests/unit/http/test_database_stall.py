@@ -6,10 +6,16 @@ from __future__ import annotations
 import threading
 import time
 
+import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from memory.application.errors import DeadlineExceeded
-from memory.entrypoints.http.database_stall import watched
+from memory.entrypoints.http.database_stall import StallLimit, watched
+from memory.entrypoints.http.errors import EXCEPTION_HANDLERS
 from memory.infrastructure.postgres.database_waits import waiting_on_database, waiting_since
 
 pytestmark = pytest.mark.anyio
@@ -75,3 +81,34 @@ def test_nested_database_calls_count_from_the_outermost() -> None:
             assert waiting_since(me) == outer
         assert waiting_since(me) == outer
     assert waiting_since(me) is None
+
+
+async def test_a_request_gives_up_after_the_configured_limit() -> None:
+    """`StallLimit` hands each request the setting (MEMORY_DATABASE_STALL_TIMEOUT): a route
+    calling `watched` without a limit of its own answers 504 after it, not after the 10 s
+    default."""
+    release = threading.Event()
+
+    async def hangs(request: Request) -> Response:
+        def hung() -> str:
+            with waiting_on_database():
+                release.wait(10)
+            return "late"
+
+        return JSONResponse(await watched(hung))
+
+    app = Starlette(routes=[Route("/hangs", hangs)], exception_handlers=EXCEPTION_HANDLERS)
+    app.add_middleware(StallLimit, seconds=lambda: STALL)
+    started = time.monotonic()
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://test"
+        ) as client:
+            answer = await client.get("/hangs")
+    finally:
+        release.set()
+    assert time.monotonic() - started < 5 * STALL + 1
+    assert answer.status_code == 504
+    error = answer.json()["error"]
+    assert error["code"] == "timeout"
+    assert error["details"] == {"timeout_seconds": STALL, "stage": "database"}

@@ -14,7 +14,6 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Match
@@ -26,6 +25,7 @@ from memory.domain.access.api_key import ApiKey
 from memory.domain.access.rate_limit import retry_after_header
 from memory.domain.access.scopes import Scope as KeyScope
 from memory.domain.errors import DomainError
+from memory.entrypoints.http.database_stall import watched
 from memory.entrypoints.http.errors import error_body, handle_domain_error
 
 log = logging.getLogger(__name__)
@@ -180,7 +180,7 @@ class AccessControl:
         if not AccessService.is_miss(found):
             assert found is None or isinstance(found, ApiKey)
             return found
-        return await anyio.to_thread.run_sync(keys.authenticate, token)
+        return await watched(lambda: keys.authenticate(token))
 
 
 def _denied(

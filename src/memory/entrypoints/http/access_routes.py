@@ -11,7 +11,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -26,6 +25,7 @@ from memory.contract.access_requests import AuditParams, KeyPath, NewKeyBody
 from memory.domain.access.api_key import ApiKey
 from memory.domain.access.scopes import Scope, sorted_scopes
 from memory.entrypoints.http.access import Access, AccessTable, api_key
+from memory.entrypoints.http.database_stall import watched
 from memory.entrypoints.http.parsing import parse_body, parse_path, parse_query
 
 ACCESS: AccessTable = {
@@ -40,7 +40,7 @@ def access_routes(keys: AccessService, audit: AuditTrail) -> list[BaseRoute]:
     async def create(request: Request) -> Response:
         body = await parse_body(request, NewKeyBody)
         caller = api_key(request.scope)
-        created = await anyio.to_thread.run_sync(
+        created = await watched(
             lambda: keys.create(
                 caller,
                 body.name,
@@ -58,13 +58,13 @@ def access_routes(keys: AccessService, audit: AuditTrail) -> list[BaseRoute]:
 
     async def listing(request: Request) -> Response:
         caller = api_key(request.scope)
-        found = await anyio.to_thread.run_sync(keys.keys, caller)
+        found = await watched(lambda: keys.keys(caller))
         return JSONResponse({"keys": [key_json(k) for k in found]})
 
     async def revoke(request: Request) -> Response:
         key_id = parse_path(request, KeyPath).key_id
         caller = api_key(request.scope)
-        await anyio.to_thread.run_sync(keys.revoke, caller, key_id)
+        await watched(lambda: keys.revoke(caller, key_id))
         return Response(status_code=204)
 
     async def audit_log(request: Request) -> Response:
@@ -76,7 +76,7 @@ def access_routes(keys: AccessService, audit: AuditTrail) -> list[BaseRoute]:
             limit=params.limit,
             before_id=params.cursor,
         )
-        page = await anyio.to_thread.run_sync(audit.entries, query)
+        page = await watched(lambda: audit.entries(query))
         return JSONResponse(
             {
                 "entries": [_entry_json(e) for e in page.entries],

@@ -33,6 +33,7 @@ from memory.entrypoints.bootstrap import Services
 from memory.entrypoints.http import access_routes, console_routes, history_routes, policy_routes
 from memory.entrypoints.http.access import Access, AccessControl, AccessTable
 from memory.entrypoints.http.body_limit import BodyLimit
+from memory.entrypoints.http.database_stall import StallLimit
 from memory.entrypoints.http.errors import EXCEPTION_HANDLERS, handle_domain_error
 from memory.entrypoints.http.openapi import contract_routes
 from memory.entrypoints.logging_setup import REQUEST_ID
@@ -330,6 +331,9 @@ def create_app(
         rate_limits=lambda: state["services"].rate_limits,
     )
     app.add_middleware(BodyLimit, max_bytes=lambda: state["services"].settings.max_body_bytes)
+    app.add_middleware(
+        StallLimit, seconds=lambda: state["services"].settings.database_stall_timeout
+    )
     app.add_middleware(UntilStarted, started=lambda: "services" in state, problem=problem)
     app.add_middleware(RequestMetrics)
     return app

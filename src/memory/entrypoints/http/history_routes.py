@@ -9,7 +9,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -122,7 +121,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
     async def list_orgs(request: Request) -> Response:
         params = parse_query(request, OrgListingParams)
         visible = visible_orgs(request.scope)
-        page = await anyio.to_thread.run_sync(
+        page = await watched(
             lambda: service.orgs(
                 limit=params.limit, prefix=params.prefix, cursor=params.cursor, visible=visible
             )
@@ -135,14 +134,14 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         raw = await request.body()
         body = await parse_body(request, SweepBody) if raw.strip() else SweepBody()
         actor = _actor(request)
-        report = await anyio.to_thread.run_sync(
+        report = await watched(
             lambda: service.sweep(body.org_id, trigger="api", wait_for_locks=True, actor=actor)
         )
         return JSONResponse(report.summary())
 
     async def sweep_status(request: Request) -> Response:
         org_id = _org(request)
-        status = await anyio.to_thread.run_sync(service.sweep_status, org_id)
+        status = await watched(lambda: service.sweep_status(org_id))
         return JSONResponse(
             {
                 "org_id": status.org_id,
@@ -153,24 +152,24 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         )
 
     async def list_global_flags(request: Request) -> Response:
-        flags = await anyio.to_thread.run_sync(service.global_flags)
+        flags = await watched(service.global_flags)
         return JSONResponse({"flags": [_global_flag(f) for f in flags]})
 
     async def global_flag(request: Request) -> Response:
         flag = _flag(request)
         if request.method == "PUT":
             body = await parse_body(request, FlagBody)
-            found = await anyio.to_thread.run_sync(
+            found = await watched(
                 lambda: service.set_global_flag(flag, body.enabled, actor=_actor(request))
             )
         else:
-            found = await anyio.to_thread.run_sync(service.global_flag, flag)
+            found = await watched(lambda: service.global_flag(flag))
         return JSONResponse(_global_flag(found))
 
     async def list_org_flags(request: Request) -> Response:
         org_id = _org(request)
-        flags = await anyio.to_thread.run_sync(service.org_flags, org_id)
-        semantic = await anyio.to_thread.run_sync(service.semantic_search, org_id)
+        flags = await watched(lambda: service.org_flags(org_id))
+        semantic = await watched(lambda: service.semantic_search(org_id))
         return JSONResponse(
             {
                 "org_id": org_id,
@@ -184,33 +183,33 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         flag = _flag(request)
         if request.method == "PUT":
             body = await parse_body(request, FlagBody)
-            found = await anyio.to_thread.run_sync(
+            found = await watched(
                 lambda: service.set_org_flag(org_id, flag, body.enabled, actor=_actor(request))
             )
         elif request.method == "DELETE":
-            found = await anyio.to_thread.run_sync(
+            found = await watched(
                 lambda: service.set_org_flag(org_id, flag, None, actor=_actor(request))
             )
         else:
-            found = await anyio.to_thread.run_sync(service.org_flag, org_id, flag)
+            found = await watched(lambda: service.org_flag(org_id, flag))
         return JSONResponse({"org_id": org_id, **_org_flag(found)})
 
     async def retention(request: Request) -> Response:
         org_id = _org(request)
         if request.method == "PUT":
             body = await parse_body(request, RetentionBody)
-            found = await anyio.to_thread.run_sync(
+            found = await watched(
                 lambda: service.set_retention(org_id, body.days, actor=_actor(request))
             )
         else:
-            found = await anyio.to_thread.run_sync(service.retention, org_id)
+            found = await watched(lambda: service.retention(org_id))
         return JSONResponse(_retention(found))
 
     async def erase_events(request: Request) -> Response:
         org_id = _org(request)
         body = await parse_body(request, EraseBody)
         actor = _actor(request)
-        report = await anyio.to_thread.run_sync(
+        report = await watched(
             lambda: service.erase_events(
                 org_id, event_ids=body.event_ids, sender=body.sender, actor=actor
             )
@@ -222,7 +221,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
     async def erase_org(request: Request) -> Response:
         org_id = _org(request)
         actor = _actor(request)
-        report = await anyio.to_thread.run_sync(lambda: service.erase_org(org_id, actor=actor))
+        report = await watched(lambda: service.erase_org(org_id, actor=actor))
         return JSONResponse(
             {
                 "org_id": report.org_id,
@@ -239,7 +238,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         raw = await request.body()
         body = await parse_body(request, SweepBody) if raw.strip() else SweepBody()
         actor = _actor(request)
-        report = await anyio.to_thread.run_sync(lambda: service.purge(body.org_id, actor=actor))
+        report = await watched(lambda: service.purge(body.org_id, actor=actor))
         return JSONResponse(
             {
                 "orgs": report.orgs,

@@ -37,6 +37,8 @@ REF = "#/components/schemas/{model}"
 INVALID = {422: ["validation_error"]}
 NOT_FOUND = {404: ["not_found"]}
 DATABASE = {503: ["database_unavailable"]}
+# Every /v1 route whose database stopped answering (docs/adr/0082).
+STALLED = {504: ["timeout"]}
 EMBEDDING = {
     422: ["validation_error", "input_rejected"],
     503: ["database_unavailable", "model_unavailable", "model_misconfigured"],
@@ -72,7 +74,7 @@ ACCESS_ERRORS = {
 
 def _errors(*groups: Mapping[int, Sequence[str]]) -> dict[int, list[str]]:
     merged: dict[int, list[str]] = {}
-    for group in (*groups, DATABASE, ACCESS_ERRORS):
+    for group in (*groups, DATABASE, STALLED, ACCESS_ERRORS):
         for status, codes in group.items():
             merged.setdefault(status, [])
             merged[status] += [c for c in codes if c not in merged[status]]
@@ -83,8 +85,6 @@ ORG = "/v1/orgs/{org_id}"
 ORG_FLAG = "/v1/orgs/{org_id}/feature-flags/{flag}"
 CONFLICT = {409: ["conflict"]}
 TIMEOUT = {504: ["timeout"]}
-# A write or search whose database stopped answering (docs/adr/0082).
-STALLED = TIMEOUT
 # Each path's parameters, found by their names (`_path_model`).
 PATH_MODELS: tuple[type[BaseModel], ...] = (
     p.PolicyPath,
@@ -151,7 +151,7 @@ OPERATIONS: tuple[Operation, ...] = (
     # Policy memory
     _policies(
         "POST /v1/policies", "storePolicy", "Store a new policy", s.StoreReceiptBody,
-        status=201, body=p.StoreBody, errors=[EMBEDDING, CONFLICT, STALLED],
+        status=201, body=p.StoreBody, errors=[EMBEDDING, CONFLICT],
     ),
     _policies(
         "GET /v1/policies", "listPolicies", "List policies, newest first", s.PolicyPageBody,
@@ -164,11 +164,11 @@ OPERATIONS: tuple[Operation, ...] = (
     _policies(
         "PUT /v1/policies/{policy_id}", "updatePolicy", "Record a new version",
         s.StoreReceiptBody, body=p.UpdateBody,
-        errors=[EMBEDDING, NOT_FOUND, CONFLICT, STALLED],
+        errors=[EMBEDDING, NOT_FOUND, CONFLICT],
     ),
     _policies(
         "DELETE /v1/policies/{policy_id}", "deletePolicy", "Delete a policy", None,
-        status=204, errors=[NOT_FOUND, CONFLICT, STALLED],
+        status=204, errors=[NOT_FOUND, CONFLICT],
     ),
     _policies(
         "GET /v1/policies/{policy_id}/versions", "policyVersions", "A policy's version history",
@@ -191,7 +191,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     _history(
         f"POST {ORG}/chat-events", "ingestChatEvents", "Ingest chat events", s.IngestReceiptBody,
-        status=201, body=h.IngestBody, errors=[STALLED],
+        status=201, body=h.IngestBody,
     ),
     _history(
         f"DELETE {ORG}/chat-events", "eraseChatEvents",
@@ -201,7 +201,7 @@ OPERATIONS: tuple[Operation, ...] = (
     _history(f"DELETE {ORG}", "eraseOrg", "Erase everything an org has", s.OrgErasureBody),
     _history(
         f"GET {ORG}/history/search", "searchHistory", "Hybrid search of chat history",
-        s.HistorySearchBody, query=h.SearchParams, errors=[STALLED],
+        s.HistorySearchBody, query=h.SearchParams,
     ),
     _history(
         "POST /v1/sweep", "runSweep", "Run one sweep pass now", s.SweepReportBody,

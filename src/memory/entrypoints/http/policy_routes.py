@@ -85,12 +85,12 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
 
     async def get(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
-        policy = await anyio.to_thread.run_sync(lambda: service.get(policy_id))
+        policy = await watched(lambda: service.get(policy_id))
         return JSONResponse(policy_json(policy))
 
     async def list_policies(request: Request) -> Response:
         listing = parse_query(request, PolicyListing)
-        page = await anyio.to_thread.run_sync(
+        page = await watched(
             lambda: service.list_policies(
                 limit=listing.limit,
                 cursor=listing.cursor,
@@ -111,7 +111,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
 
     async def versions(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
-        history = await anyio.to_thread.run_sync(lambda: service.versions(policy_id))
+        history = await watched(lambda: service.versions(policy_id))
         return JSONResponse(
             {"policy_id": policy_id, "versions": [_version_json(v) for v in history]}
         )

@@ -16,6 +16,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+# One database call of a request taking this long means the database has stopped answering:
+# a request's statements take milliseconds, a connection is waited for at most
+# MEMORY_DATABASE_TIMEOUT (2 s), and a search has its own 2 s budget. Generous, because a
+# loaded machine and lock waits stretch legitimate calls, and a caller told "timeout" about
+# a write that then succeeds must retry to find out. The default of
+# MEMORY_DATABASE_STALL_TIMEOUT.
+DATABASE_STALL_SECONDS = 10.0
+
 _lock = threading.Lock()
 _since: dict[int, float] = {}
 
