@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from selenium.webdriver.common.by import By  # noqa: E402
-from tests.e2e.console.browser import chromium, enter_key, shown, text_of  # noqa: E402
+from tests.e2e.console.browser import chromium, enter_key, fill, shown, text_of  # noqa: E402
 
 from memory.infrastructure.postgres.embedded import free_port  # noqa: E402
 
@@ -138,12 +138,6 @@ def shoot(base: str, key: str, out: Path) -> None:
         driver.get(f"{base}/console#/audit")
         text_of(driver, "audit-entries", "feature_flag")
         save(driver, out / "audit.png")
-
-
-def fill(driver: Any, element_id: str, text: str) -> None:
-    field = driver.find_element(By.ID, element_id)
-    field.clear()
-    field.send_keys(text)
 
 
 def save(driver: Any, path: Path) -> None:

@@ -95,6 +95,13 @@ def text_of(driver: webdriver.Chrome, name: str, contains: str) -> str:
     return wait_for(driver, found)
 
 
+def fill(driver: webdriver.Chrome, element_id: str, text: str) -> None:
+    """Replace the text of the form field `element_id`, once it is on the page."""
+    field = wait_for(driver, lambda d: d.find_element(By.ID, element_id))
+    field.clear()
+    field.send_keys(text)
+
+
 def _visible(driver: webdriver.Chrome, css: str) -> WebElement | None:
     for element in driver.find_elements(By.CSS_SELECTOR, css):
         if element.is_displayed():

@@ -20,6 +20,7 @@ from tests.e2e.console.browser import (
     chromium,
     console_problems,
     enter_key,
+    fill,
     shown,
     storage,
     text_of,
@@ -51,12 +52,6 @@ def browser() -> Iterator[webdriver.Chrome]:
         pytest.fail(str(missing))
     with chromium() as driver:
         yield driver
-
-
-def _fill(driver: webdriver.Chrome, element_id: str, text: str) -> None:
-    field = wait_for(driver, lambda d: d.find_element(By.ID, element_id))
-    field.clear()
-    field.send_keys(text)
 
 
 def _click(driver: webdriver.Chrome, css: str) -> None:
@@ -130,7 +125,7 @@ def test_the_console_asks_for_a_key_and_shows_each_refusal(
     enter_key(driver, reader)
     assert ORG in text_of(driver, "orgs", "kedai-runcit")
 
-    _fill(driver, "org-id", ORG)  # an org opened by its id
+    fill(driver, "org-id", ORG)  # an org opened by its id
     _click(driver, "#org-open")
     text_of(driver, "org-title", ORG)
     text_of(driver, "semantic-search", "on")
@@ -163,8 +158,8 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
 
     # History playground: a full-text hit and semantic hits with similarity and window.
     driver.get(f"{base}/console#/history")
-    _fill(driver, "history-org", ORG)
-    _fill(driver, "history-query", "customer")
+    fill(driver, "history-org", ORG)
+    fill(driver, "history-query", "customer")
     _click(driver, "#history-search")
     assert "semantic on" in text_of(driver, "history-explain", "results")
     hits = shown(driver, "history-hits")
@@ -192,9 +187,9 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
 
     # Policy playground: threshold, page size, a hit with its similarity, the next page.
     driver.get(f"{base}/console#/policies")
-    _fill(driver, "policy-query", "password")
-    _fill(driver, "policy-threshold", "0")
-    _fill(driver, "policy-limit", "2")
+    fill(driver, "policy-query", "password")
+    fill(driver, "policy-threshold", "0")
+    fill(driver, "policy-limit", "2")
     _click(driver, "#policy-search")
     assert "Page 1: 2 results" in text_of(driver, "policy-explain", "Page 1")
     first_page = shown(driver, "policy-hits").text
@@ -205,12 +200,12 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
     _click(driver, "#policy-previous")
     text_of(driver, "policy-explain", "Page 1")
     # A filter: only the Chinese policy carries the tag `zh`.
-    _fill(driver, "policy-tags", "zh")
+    fill(driver, "policy-tags", "zh")
     _click(driver, "#policy-search")
     text_of(driver, "policy-explain", "Page 1: 1 results")
     assert "customer-refunds" in shown(driver, "policy-hits").text
-    _fill(driver, "policy-tags", "")
-    _fill(driver, "policy-threshold", "2")
+    fill(driver, "policy-tags", "")
+    fill(driver, "policy-threshold", "2")
     _click(driver, "#policy-search")
     assert "similarity_threshold" in text_of(driver, "error", "422")
 
@@ -227,12 +222,12 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
 
     # A bad retention shows the server's reason and changes nothing; a good one is saved.
     before = httpx.get(f"{base}/v1/orgs/{ORG}/retention", headers=AUTH_HEADERS).json()
-    _fill(driver, "retention-days", "0")
+    fill(driver, "retention-days", "0")
     _click(driver, "#retention-save")
     reason = text_of(driver, "retention-message", "422")
     assert "days" in reason and "validation_error" in reason
     assert httpx.get(f"{base}/v1/orgs/{ORG}/retention", headers=AUTH_HEADERS).json() == before
-    _fill(driver, "retention-days", "45")
+    fill(driver, "retention-days", "45")
     _click(driver, "#retention-save")
     text_of(driver, "retention-days-shown", "45 days")
     assert httpx.get(f"{base}/v1/orgs/{ORG}/retention", headers=AUTH_HEADERS).json()["days"] == 45
@@ -240,7 +235,7 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
     # The history page (opened from the org's page) now says why semantic search is off.
     _click(driver, '[data-testid="org-history-link"]')
     assert driver.find_element(By.ID, "history-org").get_attribute("value") == ORG
-    _fill(driver, "history-query", "customer")
+    fill(driver, "history-query", "customer")
     _click(driver, "#history-search")
     explained = text_of(driver, "history-explain", "semantic off")
     assert f"the flag {SEMANTIC} is turned off for this org" in explained
