@@ -116,3 +116,12 @@ def served_on(database_url: str, home: Path, **env_overrides: str) -> Iterator[s
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
         assert proc.returncode == 0, log_path.read_text(errors="replace")
+
+
+def stack_traces(log: str) -> str:
+    """The lines of a server's log that carry a stack trace, each after the line before it:
+    what an assertion shows, since the whole log is cut short in CI's output."""
+    lines = log.splitlines()
+    starts = [i for i, line in enumerate(lines) if "Traceback" in line]
+    found = ["\n".join(lines[max(0, i - 1) : i + 1]) for i in starts]
+    return "\n---\n".join(found)

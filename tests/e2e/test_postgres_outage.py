@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
-from tests.e2e.processes import HASH_MODELS, serve, terminate, wait_healthy
+from tests.e2e.processes import HASH_MODELS, serve, stack_traces, terminate, wait_healthy
 
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
 
@@ -217,4 +217,4 @@ def test_serve_answers_503_while_postgres_is_down_and_recovers_when_it_returns(
         log = terminate(proc)
         print(log)  # shown by pytest when the test fails
     print("\n".join(f"{label:>22}: {seconds:6.2f} s" for label, seconds in server.timings.items()))
-    assert "Traceback" not in log, log
+    assert not stack_traces(log), stack_traces(log)

@@ -24,7 +24,7 @@ import psycopg
 import pytest
 from tests.conftest import AUTH_HEADERS
 from tests.e2e.pgbouncer import pgbouncer
-from tests.e2e.processes import HASH_MODELS, serve, terminate, wait_healthy
+from tests.e2e.processes import HASH_MODELS, serve, stack_traces, terminate, wait_healthy
 
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
 
@@ -147,7 +147,7 @@ def test_three_replicas_fail_over_share_the_sweep_and_survive_a_cluster_restart(
                 if replica.proc.poll() is None:
                     logs.append(terminate(replica.proc))
         for log in logs:
-            assert "Traceback" not in log, log
+            assert not stack_traces(log), stack_traces(log)
 
 
 def _sweep_once_across_replicas(replicas: list[Replica], url: str) -> list[Replica]:

@@ -11,6 +11,7 @@ import pytest
 
 from memory.infrastructure.history.ingest_listener import INGEST_CHANNEL, listen_for_ingest
 from memory.infrastructure.policy.lease import ProjectionLease
+from memory.infrastructure.postgres.availability import is_connection_failure
 
 pytestmark = pytest.mark.anyio
 
@@ -52,6 +53,8 @@ def test_a_standby_takes_the_lease_once_the_leader_s_connection_drops(database_u
                 " WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()"
             )
         assert not leader.alive()
+        # Why, for the projector to raise its failure from: an outage, not a bug.
+        assert is_connection_failure(leader.lost_because)
         assert standby.try_acquire(), "the lock went with the leader's session"
         assert standby.alive()
     finally:

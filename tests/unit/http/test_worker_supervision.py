@@ -3,10 +3,13 @@ the worker in a long back-off after the outage ends."""
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, cast
 
 import anyio
+import psycopg
+import pytest
 
 from memory.application.errors import DatabaseUnavailable
 from memory.entrypoints.workers.supervisor import DATABASE_PROBE_SECONDS, supervised
@@ -71,3 +74,31 @@ def test_a_worker_that_crashes_with_the_database_up_backs_off() -> None:
     anyio.run(scenario)
     # Restarts after 1 s, then 2 s: three starts within 2.5 s would mean no back-off.
     assert len(starts) == 2
+
+
+def test_a_worker_whose_connection_was_cut_restarts_at_once_without_a_stack_trace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The database restarted (or PgBouncer lost its server) and answers again before the
+    supervisor's probe: the crash is still an outage, not a bug in the worker."""
+    database = FlakyDatabase()
+    database.down = False
+    starts: list[float] = []
+
+    async def worker() -> None:
+        starts.append(time.monotonic())
+        if len(starts) == 1:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        await anyio.sleep_forever()
+
+    async def scenario() -> None:
+        with anyio.move_on_after(0.5):
+            await supervised("policy", worker, cast(Database, database))
+
+    with caplog.at_level(logging.INFO, logger="memory.entrypoints.workers.supervisor"):
+        anyio.run(scenario)
+    assert len(starts) == 2, "restarted without the back-off meant for bugs"
+    records = [r for r in caplog.records if r.name == "memory.entrypoints.workers.supervisor"]
+    assert [r.levelno for r in records] == [logging.WARNING]
+    assert records[0].exc_info is None
+    assert "connection lost" in records[0].getMessage()

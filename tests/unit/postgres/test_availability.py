@@ -35,6 +35,14 @@ def wrapped(cause: Exception) -> LibraryOperationalError:
         return exc
 
 
+def as_cause_of(cause: Exception | None) -> RuntimeError:
+    """A worker's own failure raised from `cause` (or from nothing)."""
+    try:
+        raise RuntimeError("projector for m lost its lease") from cause
+    except RuntimeError as exc:
+        return exc
+
+
 @pytest.mark.parametrize(
     "exc",
     [
@@ -44,6 +52,10 @@ def wrapped(cause: Exception) -> LibraryOperationalError:
         errors.CannotConnectNow("the database system is starting up"),
         wrapped(PoolTimeout("couldn't get a connection")),
         DatabaseUnavailable("down"),
+        # A task group's: a worker whose pass lost its connection.
+        ExceptionGroup("unhandled errors in a TaskGroup", [DatabaseUnavailable("down")]),
+        # A projector whose lease connection ended under it (a restart).
+        as_cause_of(errors.AdminShutdown("terminating connection")),
     ],
 )
 def test_connection_failures_mean_the_database_is_unavailable(exc: Exception) -> None:
@@ -59,6 +71,8 @@ def test_connection_failures_mean_the_database_is_unavailable(exc: Exception) ->
         errors.NumericValueOutOfRange("timestamp out of range"),
         wrapped(errors.QueryCanceled("canceling statement")),
         ValueError("not a database error"),
+        ExceptionGroup("unhandled errors", [DatabaseUnavailable("down"), ValueError("a bug")]),
+        as_cause_of(None),
     ],
 )
 def test_other_failures_are_not_an_outage(exc: Exception) -> None:

@@ -15,6 +15,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from memory.entrypoints.runtime import ContextRuntime, Worker
 from memory.entrypoints.workers.database_probe import database_problem
+from memory.infrastructure.postgres.availability import is_connection_failure
 from memory.infrastructure.postgres.database import Database
 
 log = logging.getLogger(__name__)
@@ -31,9 +32,10 @@ DATABASE_PROBE_SECONDS = 1.0
 async def supervised(name: str, worker: Worker, database: Database) -> None:
     """Keep a background worker alive: log a crash, wait, restart. Cancellation ends it.
 
-    A crash while the database is unreachable is an outage, not a fault of the worker: it
-    restarts as soon as the database answers again, so that an outage never leaves the
-    worker in a long back-off after it ended."""
+    A crash while the database is unreachable, or caused by a lost connection, is an outage,
+    not a fault of the worker: it logs one line without a stack trace and restarts as soon as
+    the database answers again, so that an outage never leaves the worker in a long back-off
+    after it ended."""
     backoff = WORKER_FIRST_BACKOFF_SECONDS
     while True:
         started = time.monotonic()
@@ -44,6 +46,10 @@ async def supervised(name: str, worker: Worker, database: Database) -> None:
             raise
         except Exception as exc:
             problem = await database_problem(database, DATABASE_PROBE_SECONDS)
+            if problem is None and is_connection_failure(exc):
+                # The worker's connection was cut (a restart, a failover, PgBouncer losing
+                # its server) and the database was back before the probe: still an outage.
+                problem = "connection lost"
             if problem is not None:
                 log.warning(
                     "%s worker stopped, database %s; restarting when it is back (%s)",

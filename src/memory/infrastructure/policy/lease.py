@@ -26,6 +26,9 @@ class ProjectionLease:
         self._key = ModelObjects(model_id).lease_key
         self._conn: psycopg.Connection[tuple[object, ...]] | None = None
         self._held = False
+        # Why `alive()` last found the lease gone: what a caller raises its failure from, so
+        # that a lease lost to a restart reads as an outage, not as a bug.
+        self.lost_because: psycopg.Error | None = None
 
     @property
     def held(self) -> bool:
@@ -60,7 +63,8 @@ class ProjectionLease:
             return False
         try:
             self._conn.execute("SELECT 1")
-        except psycopg.Error:
+        except psycopg.Error as exc:
+            self.lost_because = exc
             return False
         return True
 

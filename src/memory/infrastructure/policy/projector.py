@@ -174,7 +174,9 @@ class PolicyProjector:
                 raise ProjectorFailed(f"projector for {self.model_id} failed: {exc}") from exc
             raise ProjectorFailed(f"projector for {self.model_id} stopped")
         if not self._lease.alive():
-            raise ProjectorFailed(f"projector for {self.model_id} lost its lease")
+            raise ProjectorFailed(
+                f"projector for {self.model_id} lost its lease"
+            ) from self._lease.lost_because
 
     def catch_up(
         self,

@@ -54,10 +54,13 @@ _last_logged = -LOG_INTERVAL_SECONDS
 
 def is_connection_failure(exc: BaseException | None) -> bool:
     """True if `exc`, or an error it was raised from (`raise ... from`, as the eventsourcing
-    library wraps psycopg's errors), says the database cannot be reached."""
+    library wraps psycopg's errors), says the database cannot be reached. A group of errors
+    (a task group's) is one if every error in it is."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
+        if isinstance(exc, BaseExceptionGroup):
+            return all(is_connection_failure(e) for e in exc.exceptions)
         if isinstance(exc, DatabaseUnavailable):
             return True
         if isinstance(exc, psycopg.OperationalError):
