@@ -45,6 +45,7 @@ bench: setup-dev
 	$(PY) bench/policy_search.py
 	$(PY) bench/history.py
 	$(PY) bench/full_text.py
+	$(PY) bench/org_directory.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
