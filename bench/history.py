@@ -24,7 +24,6 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,10 +47,11 @@ from memory.domain.history.conversation import ChatMessage, render
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
 from memory.domain.history.search import HistoryQuery, SemanticState
 from memory.entrypoints.history_runtime import HistoryRuntime
+from memory.entrypoints.serve_process import served
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 from memory.infrastructure.embedding.local_e5 import LocalE5Model
 from memory.infrastructure.postgres.database import Database
-from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
+from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database
 from memory.infrastructure.settings import Settings
 
 SERVER_START_SECONDS = 120
@@ -160,40 +160,17 @@ def cluster() -> Iterator[str]:
 
 @contextmanager
 def serve(url: str, home: Path) -> Iterator[str]:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-    env["MEMORY_ADMIN_TOKEN"] = BENCH_ADMIN_TOKEN
-    env |= {
+    settings = {
+        "MEMORY_ADMIN_TOKEN": BENCH_ADMIN_TOKEN,
         "MEMORY_DATABASE_URL": url,
         "MEMORY_HOME": str(home),
         "MEMORY_HISTORY_MODEL": "hash:1024",
         "MEMORY_POLICY_MODEL": "hash:384",
         "MEMORY_LOG_LEVEL": "WARNING",
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memory.entrypoints.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + SERVER_START_SECONDS
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError("memory serve exited during start-up")
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("memory serve did not start in time")
-            time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    log_path = home / "serve.log"
+    with served(settings, deadline_seconds=SERVER_START_SECONDS, log_path=log_path) as server:
+        yield server.base_url
 
 
 class PrecomputedQueries:
@@ -323,7 +300,7 @@ def bench_sweep(
     words: int,
     channels: int,
 ) -> list[Row]:
-    org = f"sweep-{label}"
+    org = "sweep-" + label.replace(" ", "-")  # an org id has no spaces
     start = datetime.now(UTC) - timedelta(days=20)
     convs = conversations(rng, org, windows, words=words, start=start, channels=channels)
     texts = [window_text(w) for w in convs]

@@ -38,6 +38,7 @@ from typing import Any
 
 import httpx
 
+from memory.entrypoints.serve_process import ServeProcess
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
 
 MODEL = "openai:multilingual-e5-small"
@@ -148,12 +149,11 @@ class Deployment:
         self.cluster = cluster
         self.model_url = model_url
         self.model_pid = model_pid
-        self.replicas: list[tuple[subprocess.Popen[bytes], str]] = []
+        self.replicas: list[ServeProcess] = []
 
     def start_replicas(self, count: int, database: str) -> None:
         url = create_database(self.cluster.url, database)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-        env |= {
+        env = {
             "MEMORY_DATABASE_URL": url,
             "MEMORY_POLICY_MODEL": MODEL,
             "MEMORY_HISTORY_MODEL": MODEL,
@@ -168,41 +168,26 @@ class Deployment:
             "MEMORY_SEARCH_TIMEOUT": str(SEARCH_BUDGET_SECONDS),
         }
         for i in range(count):
-            port = free_port()
-            log = (self.root / f"{database}-replica-{i}.log").open("wb")
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "memory.entrypoints.cli", "serve", "--port", str(port)],
-                env=env | {"MEMORY_HOME": str(self.root / f"home-{i}")},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-            self.replicas.append((proc, f"http://127.0.0.1:{port}"))
-        deadline = time.monotonic() + START_DEADLINE_SECONDS
-        for proc, base in self.replicas:
-            while True:
-                assert proc.poll() is None, f"replica exited; see {self.root}"
-                try:
-                    if httpx.get(base + "/healthz", timeout=5).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, "replica did not become healthy"
-                time.sleep(0.3)
+            home = {"MEMORY_HOME": str(self.root / f"home-{i}")}
+            log_path = self.root / f"{database}-replica-{i}.log"
+            self.replicas.append(ServeProcess(env | home, log_path=log_path))
+        try:
+            for replica in self.replicas:
+                replica.wait_healthy(START_DEADLINE_SECONDS)
+        except BaseException:
+            for replica in self.replicas:
+                replica.discard()
+            self.replicas = []
+            raise
 
     def stop_replicas(self) -> None:
-        for proc, _ in self.replicas:
-            proc.terminate()
-        for proc, _ in self.replicas:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        for replica in self.replicas:
+            replica.stop()
         self.replicas = []
 
     @property
     def bases(self) -> list[str]:
-        return [base for _, base in self.replicas]
+        return [replica.base_url for replica in self.replicas]
 
     def cpu(self) -> dict[str, float]:
         postmaster = int((self.cluster.paths.data / "postmaster.pid").read_text().split()[0])
@@ -210,7 +195,7 @@ class Deployment:
         return {
             "database": database,
             "model server": cpu_seconds(self.model_pid),
-            "replicas": sum(cpu_seconds(proc.pid) for proc, _ in self.replicas),
+            "replicas": sum(cpu_seconds(replica.pid) for replica in self.replicas),
             "bench clients": cpu_seconds(os.getpid()),
         }
 
@@ -404,7 +389,7 @@ def print_ratios(cells: list[Cell], replica_counts: list[int], clients: list[int
 
 
 def soak(deployment: Deployment, seconds: float, clients: int) -> None:
-    pids = [proc.pid for proc, _ in deployment.replicas]
+    pids = [replica.pid for replica in deployment.replicas]
     cell = Cell(len(pids), clients)
     warm = min(30.0, seconds / 4)
     run_cell(deployment, Cell(len(pids), clients), warm, 10**9)  # warm-up: caches, pools

@@ -28,7 +28,6 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,12 +42,13 @@ import httpx
 from tqdm import tqdm
 
 from memory.application.policy.commands import NewPolicy, PolicyCommands
+from memory.entrypoints.serve_process import served
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 from memory.infrastructure.embedding.local_e5 import LocalE5Model
 from memory.infrastructure.policy import reembed as reembed_module
 from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 from memory.infrastructure.postgres.database import Database
-from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
+from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database
 
 LOCAL_MODEL = "local:multilingual-e5-small"
 SOURCES = [f"source-{i}" for i in range(10)]
@@ -161,40 +161,15 @@ def _fmt(value: float | None) -> str:
 @contextmanager
 def serve(database_url: str, workdir: Path, name: str, **settings: str) -> Iterator[str]:
     """`memory serve` in a subprocess on a free loopback port; yields its base URL."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-    env["MEMORY_ADMIN_TOKEN"] = BENCH_ADMIN_TOKEN
-    env.update({"MEMORY_DATABASE_URL": database_url, "MEMORY_LOG_LEVEL": "WARNING"})
-    env.update({f"MEMORY_{k.upper()}": v for k, v in settings.items()})
+    env = {
+        "MEMORY_ADMIN_TOKEN": BENCH_ADMIN_TOKEN,
+        "MEMORY_DATABASE_URL": database_url,
+        "MEMORY_LOG_LEVEL": "WARNING",
+        **{f"MEMORY_{k.upper()}": v for k, v in settings.items()},
+    }
     log_path = workdir / f"serve-{name}.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "memory.entrypoints.cli", "serve", "--port", str(port)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + SERVER_START_SECONDS
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server {name} exited:\n{log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"server {name} did not start:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with served(env, deadline_seconds=SERVER_START_SECONDS, log_path=log_path) as server:
+        yield server.base_url
 
 
 def wait_caught_up(base: str, label: str) -> float:

@@ -13,19 +13,13 @@ show real similarities; `--hash-models` is the fast stand-in the tests use.
 from __future__ import annotations
 
 import argparse
-import os
 import secrets
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -33,9 +27,10 @@ sys.path.insert(0, str(ROOT))
 from selenium.webdriver.common.by import By  # noqa: E402
 from tests.e2e.console.browser import chromium, enter_key, fill, shown, text_of  # noqa: E402
 
-from memory.infrastructure.postgres.embedded import free_port  # noqa: E402
+from memory.entrypoints.serve_process import ServeFailed, serve_environment, served  # noqa: E402
 
 HASH_MODELS = {"MEMORY_POLICY_MODEL": "hash:384", "MEMORY_HISTORY_MODEL": "hash:1024"}
+# The bundled e5 model takes up to ~3 minutes to load on a busy 2-core machine.
 STARTUP_SECONDS = 180
 MODEL_WARM_UP_SECONDS = 120
 WIDTH = 1400
@@ -49,14 +44,15 @@ def main() -> int:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="memory-console-shots-") as tmp:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-        env["MEMORY_HOME"] = str(Path(tmp) / "home")
-        env["MEMORY_ADMIN_TOKEN"] = "mem_" + secrets.token_urlsafe(32)
+        settings = {
+            "MEMORY_HOME": str(Path(tmp) / "home"),
+            "MEMORY_ADMIN_TOKEN": "mem_" + secrets.token_urlsafe(32),
+        }
         if args.hash_models:
-            env |= HASH_MODELS
+            settings |= HASH_MODELS
         demo = subprocess.run(
             [sys.executable, "-m", "memory.entrypoints.cli", "demo"],
-            env=env,
+            env=serve_environment(settings),
             capture_output=True,
             text=True,
             check=False,
@@ -64,38 +60,15 @@ def main() -> int:
         if demo.returncode != 0:
             print(demo.stderr, file=sys.stderr)
             return 1
-        with served(env) as base:
-            shoot(base, env["MEMORY_ADMIN_TOKEN"], args.out)
+        try:
+            with served(
+                settings, deadline_seconds=STARTUP_SECONDS, log_path=Path(tmp) / "serve.log"
+            ) as server:
+                shoot(server.base_url, settings["MEMORY_ADMIN_TOKEN"], args.out)
+        except ServeFailed as exc:
+            print(exc, file=sys.stderr)
+            return 1
     return 0
-
-
-@contextmanager
-def served(env: dict[str, str]) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memory.entrypoints.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit("memory serve exited during start-up")
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("memory serve did not become healthy")
-            time.sleep(0.5)
-        yield base
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
 
 
 def shoot(base: str, key: str, out: Path) -> None:

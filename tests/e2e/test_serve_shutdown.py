@@ -4,20 +4,17 @@ time; after a restart the sweep finishes, each window sent to the model exactly 
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import httpx
 from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
 from tests.integration.embedding.conftest import FakeOllama
 
+from memory.entrypoints.serve_process import ServeProcess
 from memory.infrastructure.postgres.embedded import free_port
 
 STARTUP_DEADLINE_SECONDS = 90
@@ -34,39 +31,18 @@ SECONDS_PER_CHAR = 1.0 / MESSAGE_CHARS
 SEMANTIC = "/v1/feature-flags/digital_worker_semantic_search"
 
 
-def _serve(home: Path, port: int, model_url: str, log: IO[bytes]) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_") and k != "PYTHONPATH"}
-    env.update(
-        {
-            "MEMORY_HOME": str(home),
-            "MEMORY_ADMIN_TOKEN": TEST_ADMIN_TOKEN,
-            "MEMORY_POLICY_MODEL": "hash:384",
-            "MEMORY_HISTORY_MODEL": "ollama:bge-m3",
-            "MEMORY_OLLAMA_URL": model_url,
-            "MEMORY_SWEEP_DEBOUNCE": "0",
-            # Passes every second, woken by ingest or not.
-            "MEMORY_SWEEP_INTERVAL": "1",
-        }
-    )
-    return subprocess.Popen(
-        [sys.executable, "-m", "memory.entrypoints.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-
-
-def _wait_healthy(base: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + STARTUP_DEADLINE_SECONDS
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "memory serve exited during start-up"
-        try:
-            if httpx.get(f"{base}/healthz", timeout=2.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("memory serve did not answer /healthz in time")
+def _serve(home: Path, port: int, model_url: str, log_path: Path) -> ServeProcess:
+    settings = {
+        "MEMORY_HOME": str(home),
+        "MEMORY_ADMIN_TOKEN": TEST_ADMIN_TOKEN,
+        "MEMORY_POLICY_MODEL": "hash:384",
+        "MEMORY_HISTORY_MODEL": "ollama:bge-m3",
+        "MEMORY_OLLAMA_URL": model_url,
+        "MEMORY_SWEEP_DEBOUNCE": "0",
+        # Passes every second, woken by ingest or not.
+        "MEMORY_SWEEP_INTERVAL": "1",
+    }
+    return ServeProcess(settings, port=port, log_path=log_path)
 
 
 def _events() -> list[dict[str, Any]]:
@@ -103,57 +79,51 @@ def test_sigterm_mid_sweep_exits_within_the_drain_time_and_loses_nothing(
     base = f"http://127.0.0.1:{port}"
     log_path = cluster_home / "serve.log"
     try:
-        with log_path.open("wb") as log:
-            first = _serve(home, port, server.url, log)
-            try:
-                _wait_healthy(base, first)
-                assert (
-                    httpx.put(
-                        f"{base}{SEMANTIC}", json={"enabled": True}, headers=AUTH_HEADERS
-                    ).status_code
-                    == 200
-                )
-                ingested = httpx.post(
-                    f"{base}/v1/orgs/acme/chat-events",
-                    json={"events": _events()},
-                    headers=AUTH_HEADERS,
-                    timeout=30,
-                )
-                assert ingested.json()["inserted"] == WINDOWS
-                # Wait until a pass is inside a model call.
-                deadline = time.monotonic() + 30
-                while not server.posts():
-                    assert time.monotonic() < deadline, "the sweep never called the model"
-                    time.sleep(0.05)
-                time.sleep(0.2)
-                signalled = time.monotonic()
-                first.send_signal(signal.SIGTERM)
-                first.wait(timeout=120)
-                took = time.monotonic() - signalled
-            finally:
-                if first.poll() is None:
-                    first.kill()
-                    first.wait()
-            assert first.returncode == 0, log_path.read_text()
-            assert took < DRAIN_SECONDS, f"shutdown took {took:.1f}s"
-            sent_before_restart = len(_embedded_inputs(server))
-            assert 0 < sent_before_restart < WINDOWS
+        first = _serve(home, port, server.url, log_path)
+        try:
+            first.wait_healthy(STARTUP_DEADLINE_SECONDS)
+            assert (
+                httpx.put(
+                    f"{base}{SEMANTIC}", json={"enabled": True}, headers=AUTH_HEADERS
+                ).status_code
+                == 200
+            )
+            ingested = httpx.post(
+                f"{base}/v1/orgs/acme/chat-events",
+                json={"events": _events()},
+                headers=AUTH_HEADERS,
+                timeout=30,
+            )
+            assert ingested.json()["inserted"] == WINDOWS
+            # Wait until a pass is inside a model call.
+            deadline = time.monotonic() + 30
+            while not server.posts():
+                assert time.monotonic() < deadline, "the sweep never called the model"
+                time.sleep(0.05)
+            time.sleep(0.2)
+            signalled = time.monotonic()
+            first.stop(timeout_seconds=120)  # exit status 0, or it raises with the log
+            took = time.monotonic() - signalled
+        finally:
+            first.discard()
+        assert took < DRAIN_SECONDS, f"shutdown took {took:.1f}s"
+        sent_before_restart = len(_embedded_inputs(server))
+        assert 0 < sent_before_restart < WINDOWS
 
-            second = _serve(home, port, server.url, log)
-            try:
-                _wait_healthy(base, second)
-                deadline = time.monotonic() + 120
-                while True:
-                    status = httpx.get(
-                        f"{base}/v1/orgs/acme/sweep", headers=AUTH_HEADERS, timeout=30
-                    ).json()
-                    if status["partitions"][0]["lag"]["events"] == 0:
-                        break
-                    assert time.monotonic() < deadline, status
-                    time.sleep(0.5)
-            finally:
-                second.send_signal(signal.SIGTERM)
-                second.wait(timeout=120)
+        second = _serve(home, port, server.url, log_path)
+        try:
+            second.wait_healthy(STARTUP_DEADLINE_SECONDS)
+            deadline = time.monotonic() + 120
+            while True:
+                status = httpx.get(
+                    f"{base}/v1/orgs/acme/sweep", headers=AUTH_HEADERS, timeout=30
+                ).json()
+                if status["partitions"][0]["lag"]["events"] == 0:
+                    break
+                assert time.monotonic() < deadline, status
+                time.sleep(0.5)
+        finally:
+            second.stop(timeout_seconds=120)
     finally:
         server.stop()
 
