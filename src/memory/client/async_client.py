@@ -293,6 +293,11 @@ class AsyncMemoryClient:
     async def api_keys(self) -> s.ApiKeysBody:
         return await self._one(calls.api_keys)
 
+    async def own_api_key(self) -> s.OwnApiKeyBody:
+        """The key this client calls with: its id, name, org, scopes and expiry, and the
+        operations it may call (never its secret). Any valid key may ask."""
+        return await self._one(calls.own_api_key)
+
     async def revoke_api_key(self, key_id: str) -> None:
         await self._run(prepare(lambda: calls.revoke_api_key(key_id)))
 

@@ -258,6 +258,10 @@ def api_keys() -> Call[s.ApiKeysBody]:
     return Call("GET", "/v1/api-keys", s.ApiKeysBody)
 
 
+def own_api_key() -> Call[s.OwnApiKeyBody]:
+    return Call("GET", "/v1/api-keys/self", s.OwnApiKeyBody)
+
+
 def revoke_api_key(key_id: str) -> Call[BaseModel]:
     return Call("DELETE", f"/v1/api-keys/{_seg(key_id)}", None)
 

@@ -287,6 +287,11 @@ class MemoryClient:
     def api_keys(self) -> s.ApiKeysBody:
         return self._one(calls.api_keys)
 
+    def own_api_key(self) -> s.OwnApiKeyBody:
+        """The key this client calls with: its id, name, org, scopes and expiry, and the
+        operations it may call (never its secret). Any valid key may ask."""
+        return self._one(calls.own_api_key)
+
     def revoke_api_key(self, key_id: str) -> None:
         self._run(prepare(lambda: calls.revoke_api_key(key_id)))
 

@@ -426,6 +426,27 @@ class ApiKeysBody(Answer):
     keys: list[ApiKeyBody]
 
 
+class OwnApiKeyBody(Answer):
+    """The key the request was made with: never its secret or the secret's digest."""
+
+    key_id: str = Field(description="`key_...`, or `admin-token` for MEMORY_ADMIN_TOKEN.")
+    name: str
+    source: str = Field(
+        description="`api_key` (created through the API or `memory keys`) or `admin_token` "
+        "(MEMORY_ADMIN_TOKEN, configuration: no creation date, no expiry, not revocable)."
+    )
+    org_id: str | None = Field(description="The one org the key may act on; null: every org.")
+    scopes: list[str]
+    created_at: datetime | None = Field(description="Null for the admin token.")
+    expires_at: datetime | None = Field(
+        description="From then on the key answers 401 `key_expired`; null: never."
+    )
+    operations: list[str] = Field(
+        description="The `operationId`s of this API the key may call, by the rules that "
+        "admit its requests; an operation on an org only on `org_id` unless that is null."
+    )
+
+
 class AuditActorBody(Answer):
     key_id: str | None
     name: str | None

@@ -181,6 +181,14 @@ def test_keys_and_the_audit_trail_through_the_client(served: str) -> None:
         assert created.secret and created.scopes == ["policies:read"]
         with MemoryClient(served, api_key=created.secret) as reader:
             reader.list_policies()
+            own = reader.own_api_key()
+            assert (own.key_id, own.name, own.scopes) == (
+                created.key_id,
+                "reader",
+                ["policies:read"],
+            )
+            assert own.source == "api_key" and own.org_id is None
+            assert "searchPolicies" in own.operations and "storePolicy" not in own.operations
             with pytest.raises(Forbidden) as denied:
                 reader.store_policy("nope", "not allowed")
             assert denied.value.code == "forbidden"
@@ -192,6 +200,14 @@ def test_keys_and_the_audit_trail_through_the_client(served: str) -> None:
         ):
             revoked.list_policies()
         assert any(e.action for e in admin.audit(limit=5).entries)
+
+    async def admin_self() -> str:
+        async with AsyncMemoryClient(served, api_key=TEST_ADMIN_TOKEN) as memory:
+            return (await memory.own_api_key()).key_id
+
+    assert anyio.run(admin_self) == "admin-token"
+    with MemoryClient(served) as anonymous, pytest.raises(Unauthorized):
+        anonymous.own_api_key()
 
 
 def test_an_expiring_key_through_the_client(served: str) -> None:

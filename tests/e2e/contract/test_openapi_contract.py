@@ -71,6 +71,12 @@ def test_the_document_lists_every_operation_and_docs_are_served_locally(served: 
     assert "expires_at" in schemas["ApiKeyBody"]["required"]
     listing = document["paths"]["/v1/api-keys"]["get"]["responses"]
     assert listing["401"]["x-error-codes"] == ["unauthenticated", "key_expired"]
+    # Any valid key may ask about itself: refused only as unauthenticated or expired.
+    own = document["paths"]["/v1/api-keys/self"]["get"]["responses"]
+    assert own["401"]["x-error-codes"] == ["unauthenticated", "key_expired"]
+    assert "403" not in own
+    assert own["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/OwnApiKeyBody")
+    assert "secret" not in schemas["OwnApiKeyBody"]["properties"]
 
     page = httpx.get(f"{served}/docs", timeout=10)
     assert page.status_code == 200 and "/docs/swagger-ui-bundle.js" in page.text

@@ -14,6 +14,8 @@ from memory.application.access.service import (
     AccessService,
     Forbidden,
     KeyExpired,
+    KeySource,
+    OwnKey,
     operator_key,
 )
 from memory.domain.access.api_key import ApiKey, secret_digest
@@ -235,3 +237,39 @@ def test_an_expiry_out_of_bounds_creates_nothing(
         service.create(OPERATOR, "bot", None, ["admin"], expires_in_days=10_000)
     assert far.value.field == "expires_in_days"
     assert store.count() == 0
+
+
+def test_a_key_describes_itself_and_the_admin_token_as_configuration(
+    database: Database, audit: PostgresAuditTrail
+) -> None:
+    ticks = Ticks()
+    token = "t" * 40
+    service = AccessService(
+        PostgresKeyStore(database),
+        audit,
+        admin_token=token,
+        now=lambda: ticks.wall,
+        monotonic=lambda: ticks.mono,
+    )
+    created = service.create(OPERATOR, "acme reader", "acme", ["history:read"], expires_in_days=7)
+    ticks.advance(60)
+    caller = service.authenticate(created.secret)
+    assert caller is not None
+    own = service.own_key(caller)
+    assert own == OwnKey(
+        key_id=created.key.key_id,
+        name="acme reader",
+        source=KeySource.API_KEY,
+        org_id="acme",
+        scopes=frozenset({Scope.HISTORY_READ}),
+        created_at=created.key.created_at,
+        expires_at=created.key.created_at + timedelta(days=7),
+    )
+    admin = service.authenticate(token)
+    assert admin is not None
+    configured = service.own_key(admin)
+    assert configured.key_id == "admin-token" and configured.source is KeySource.ADMIN_TOKEN
+    assert configured.name == "MEMORY_ADMIN_TOKEN"
+    assert configured.org_id is None and configured.scopes == frozenset(Scope)
+    # Configuration, never created: the process's start is no creation date.
+    assert configured.created_at is None and configured.expires_at is None

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 
 from memory.application.access.ports import KeyStore
 from memory.application.audit.ports import AuditTrail
@@ -70,6 +71,28 @@ class KeyExpired(DomainError):
             f"this API key expired at {expired_at}; use or create another one",
             details={"key_id": key.key_id, "expired_at": expired_at},
         )
+
+
+class KeySource(StrEnum):
+    """Where a key comes from: the key store, or the service's configuration."""
+
+    API_KEY = "api_key"
+    ADMIN_TOKEN = "admin_token"
+
+
+@dataclass(frozen=True, slots=True)
+class OwnKey:
+    """What the holder of a key may learn about it (`GET /v1/api-keys/self`): never its
+    secret or digest, which `ApiKey` does not hold. `created_at` None: MEMORY_ADMIN_TOKEN,
+    configuration that was never created (the process's start is no creation date)."""
+
+    key_id: str
+    name: str
+    source: KeySource
+    org_id: str | None
+    scopes: frozenset[Scope]
+    created_at: datetime | None
+    expires_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +196,20 @@ class AccessService:
     @staticmethod
     def is_miss(value: object) -> bool:
         return value is _MISS
+
+    def own_key(self, caller: ApiKey) -> OwnKey:
+        """The key `caller` authenticated with, as its holder may see it. Any key may ask
+        (it holds the secret already); nothing is read or written."""
+        configured = caller.key_id == ADMIN_TOKEN_KEY_ID
+        return OwnKey(
+            key_id=caller.key_id,
+            name=caller.name,
+            source=KeySource.ADMIN_TOKEN if configured else KeySource.API_KEY,
+            org_id=caller.org_id,
+            scopes=caller.scopes,
+            created_at=None if configured else caller.created_at,
+            expires_at=caller.expires_at,
+        )
 
     # Key management ---------------------------------------------------------------------
 

@@ -5,7 +5,8 @@ template) to the `Access` a request needs: a scope, and which path parameter nam
 the request acts on. `AccessControl` (a pure ASGI middleware in front of the router) matches
 the request to its route, looks the rule up, and answers 401/403/429 before any handler
 runs. A route without a rule is refused to every key (fail closed), and a test walks every
-registered route to keep it so.
+registered route to keep it so. `Access.refusal` is the one rule both for a request and for
+telling a key which routes it may call (`permitted`, `GET /v1/api-keys/self`).
 """
 
 from __future__ import annotations
@@ -36,20 +37,30 @@ BEARER = "bearer"
 @dataclass(frozen=True, slots=True)
 class Access:
     """What a request to one route needs. `scope` None: open to anyone (only /healthz,
-    and /metrics when configured public). `org_param`: the path parameter naming the org,
-    which the key must cover. `all_orgs`: only a key for every org may call it.
-    `lists_orgs`: any key with the scope may call it, and the answer lists only the orgs
-    the key covers (the handler narrows its listing by `visible_orgs`, which fails on a
-    route with any other rule)."""
+    and /metrics when configured public), unless `any_key`: any valid key, whatever its
+    scopes and org. `org_param`: the path parameter naming the org, which the key must
+    cover. `all_orgs`: only a key for every org may call it. `lists_orgs`: any key with the
+    scope may call it, and the answer lists only the orgs the key covers (the handler
+    narrows its listing by `visible_orgs`, which fails on a route with any other rule)."""
 
     scope: KeyScope | None
     org_param: str | None = None
     all_orgs: bool = False
     lists_orgs: bool = False
+    any_key: bool = False
 
     @classmethod
     def public(cls) -> Access:
         return cls(None)
+
+    @classmethod
+    def key_holder(cls) -> Access:
+        """Any valid key: for what a key may learn about itself (it holds the secret)."""
+        return cls(None, any_key=True)
+
+    @property
+    def is_public(self) -> bool:
+        return self.scope is None and not self.any_key
 
     @classmethod
     def any_org(cls, scope: KeyScope) -> Access:
@@ -69,6 +80,21 @@ class Access:
     def own_orgs(cls, scope: KeyScope) -> Access:
         """A listing of orgs: every key with the scope, each seeing only its own orgs."""
         return cls(scope, lists_orgs=True)
+
+    def refusal(self, key: ApiKey, org_id: str | None = None) -> str | None:
+        """Why `key` may not call a route with this rule, or None. `org_id`: the org a
+        request names (for a rule with `org_param`); None asks whether the key may call the
+        route at all, on the orgs it covers. The reason for an org the key does not cover is
+        the same whether that org exists or not."""
+        if self.scope is None:
+            return None
+        if not key.has(self.scope):
+            return f"this API key lacks the {self.scope.value} scope"
+        if self.all_orgs and not key.all_orgs:
+            return "only an API key for every org may do this"
+        if self.org_param is not None and org_id is not None and not key.covers(org_id):
+            return "this API key may not act on that org"
+        return None
 
 
 RouteKey = tuple[str, str]  # (method, path template)
@@ -94,6 +120,12 @@ def visible_orgs(scope: Scope) -> frozenset[str] | None:
     return None if key.org_id is None else frozenset({key.org_id})
 
 
+def permitted(table: AccessTable, key: ApiKey) -> frozenset[RouteKey]:
+    """The routes `key` may call (a route on an org: on the orgs the key covers), by the
+    same rule that admits or refuses its requests."""
+    return frozenset(route for route, rule in table.items() if rule.refusal(key) is None)
+
+
 class AccessControl:
     def __init__(
         self,
@@ -116,7 +148,7 @@ class AccessControl:
             return
         route, params = self._match(scope)
         rule = self._rule(scope, route)
-        if rule is not None and rule.scope is None:
+        if rule is not None and rule.is_public:
             await self.app(scope, receive, send)
             return
         token = _bearer(scope)
@@ -190,21 +222,14 @@ def _denied(
     scope: Scope,
     route: BaseRoute | None,
 ) -> str | None:
-    """Why `key` may not make this request, or None. The reason for an org the key does not
-    cover is the same whether that org exists or not."""
+    """Why `key` may not make this request, or None."""
     if route is None:
         return None
     if rule is None:
         log.error("refused %s %s: the route has no access rule", scope["method"], scope["path"])
         return "this route has no access rule"
-    assert rule.scope is not None
-    if not key.has(rule.scope):
-        return f"this API key lacks the {rule.scope.value} scope"
-    if rule.all_orgs and not key.all_orgs:
-        return "only an API key for every org may do this"
-    if rule.org_param is not None and not key.covers(str(params.get(rule.org_param, ""))):
-        return "this API key may not act on that org"
-    return None
+    org_id = None if rule.org_param is None else str(params.get(rule.org_param, ""))
+    return rule.refusal(key, org_id)
 
 
 def _bearer(scope: Scope) -> str | None:

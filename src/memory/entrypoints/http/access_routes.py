@@ -2,12 +2,14 @@
 
 POST   /v1/api-keys            create a key; the secret is in this answer only   201
 GET    /v1/api-keys            the keys the caller may manage (no secrets)       200
+GET    /v1/api-keys/self       the caller's own key and what it may call         200
 DELETE /v1/api-keys/{key_id}   revoke                                            204
 GET    /v1/audit               administrative changes, newest first              200
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from memory.application.access.service import AccessService
+from memory.application.access.service import AccessService, OwnKey
 from memory.application.audit.ports import (
     AuditEntry,
     AuditQuery,
@@ -24,19 +26,27 @@ from memory.application.audit.ports import (
 from memory.contract.access_requests import AuditParams, KeyPath, NewKeyBody
 from memory.domain.access.api_key import ApiKey
 from memory.domain.access.scopes import Scope, sorted_scopes
-from memory.entrypoints.http.access import Access, AccessTable, api_key
+from memory.entrypoints.http.access import Access, AccessTable, api_key, permitted
 from memory.entrypoints.http.database_stall import watched
+from memory.entrypoints.http.openapi import OPERATIONS
 from memory.entrypoints.http.parsing import parse_body, parse_path, parse_query
 
 ACCESS: AccessTable = {
     ("POST", "/v1/api-keys"): Access.any_org(Scope.ADMIN),
     ("GET", "/v1/api-keys"): Access.any_org(Scope.ADMIN),
+    # Every key, even a read-only one for one org: its holder has the secret already.
+    ("GET", "/v1/api-keys/self"): Access.key_holder(),
     ("DELETE", "/v1/api-keys/{key_id}"): Access.any_org(Scope.ADMIN),
     ("GET", "/v1/audit"): Access.every_org(Scope.ADMIN),
 }
 
 
-def access_routes(keys: AccessService, audit: AuditTrail) -> list[BaseRoute]:
+def access_routes(
+    keys: AccessService, audit: AuditTrail, table: Callable[[], AccessTable]
+) -> list[BaseRoute]:
+    """`table`: every route's access rule, which `GET /v1/api-keys/self` reads to say
+    which operations the caller may call."""
+
     async def create(request: Request) -> Response:
         body = await parse_body(request, NewKeyBody)
         caller = api_key(request.scope)
@@ -60,6 +70,15 @@ def access_routes(keys: AccessService, audit: AuditTrail) -> list[BaseRoute]:
         caller = api_key(request.scope)
         found = await watched(lambda: keys.keys(caller))
         return JSONResponse({"keys": [key_json(k) for k in found]})
+
+    async def own(request: Request) -> Response:
+        caller = api_key(request.scope)
+        allowed = permitted(table(), caller)
+        operations = [op.operation_id for op in OPERATIONS if (op.method, op.path) in allowed]
+        return JSONResponse(
+            own_key_json(keys.own_key(caller), operations),
+            headers={"Cache-Control": "no-store"},
+        )
 
     async def revoke(request: Request) -> Response:
         key_id = parse_path(request, KeyPath).key_id
@@ -87,6 +106,7 @@ def access_routes(keys: AccessService, audit: AuditTrail) -> list[BaseRoute]:
     return [
         Route("/v1/api-keys", create, methods=["POST"]),
         Route("/v1/api-keys", listing, methods=["GET"]),
+        Route("/v1/api-keys/self", own, methods=["GET"]),
         Route("/v1/api-keys/{key_id}", revoke, methods=["DELETE"]),
         Route("/v1/audit", audit_log, methods=["GET"]),
     ]
@@ -106,6 +126,19 @@ def key_json(key: ApiKey) -> dict[str, Any]:
         "last_used_at": _iso(key.last_used_at),
         "revoked_at": _iso(key.revoked_at),
         "expires_at": _iso(key.expires_at),
+    }
+
+
+def own_key_json(key: OwnKey, operations: list[str]) -> dict[str, Any]:
+    return {
+        "key_id": key.key_id,
+        "name": key.name,
+        "source": key.source.value,
+        "org_id": key.org_id,
+        "scopes": sorted_scopes(key.scopes),
+        "created_at": _iso(key.created_at),
+        "expires_at": _iso(key.expires_at),
+        "operations": operations,
     }
 
 

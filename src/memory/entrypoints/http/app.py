@@ -234,7 +234,13 @@ def create_app(
         for ctx in services.contexts:
             for route in ctx.routes():
                 app.router.routes.append(route)
-        app.router.routes.extend(access_routes.access_routes(services.access, services.audit))
+        app.router.routes.extend(
+            access_routes.access_routes(
+                services.access,
+                services.audit,
+                lambda: access_table(metrics_public=services.settings.metrics_public),
+            )
+        )
         app.state.services = services
         state["services"] = services
         if run_workers:

@@ -118,13 +118,18 @@ def _v1(
     body: type[BaseModel] | None = None,
     body_optional: bool = False,
     errors: Sequence[Mapping[int, Sequence[str]]] = (),
+    any_key: bool = False,
 ) -> Operation:
     """A `/v1` operation; `route` is "METHOD /path". Any input (path, query or body) may be
     refused with 422 `validation_error`; every operation may meet the database's and the
-    access middleware's errors (`_errors`)."""
+    access middleware's errors (`_errors`), except 403 for one that any valid key may call
+    (`any_key`, `Access.key_holder`)."""
     method, path = route.split(" ", 1)
     path_model = _path_model(path)
     takes_input = any(m is not None for m in (path_model, query, body))
+    merged = _errors(*([INVALID] if takes_input else []), *errors)
+    if any_key:
+        del merged[403]
     return Operation(
         method,
         path,
@@ -136,7 +141,7 @@ def _v1(
         query=query,
         body=body,
         body_optional=body_optional,
-        errors=_errors(*([INVALID] if takes_input else []), *errors),
+        errors=merged,
     )
 
 
@@ -244,6 +249,11 @@ OPERATIONS: tuple[Operation, ...] = (
         status=201, body=a.NewKeyBody,
     ),
     _access("GET /v1/api-keys", "listApiKeys", "API keys the caller may see", s.ApiKeysBody),
+    _access(
+        "GET /v1/api-keys/self", "getOwnApiKey",
+        "The caller's own key: id, name, org, scopes, expiry, the operations it may call",
+        s.OwnApiKeyBody, any_key=True,
+    ),
     _access(
         "DELETE /v1/api-keys/{key_id}", "revokeApiKey", "Revoke an API key", None,
         status=204, errors=[NOT_FOUND],
