@@ -6,8 +6,9 @@
 Creates a private home (an embedded PostgreSQL cluster) in a temporary folder, loads
 `memory demo` into it, starts `memory serve` with a fresh admin key, and drives the same
 headless Chromium as the console's e2e tests (tests/e2e/console/browser.py) through every
-page, saving one PNG each. With the bundled multilingual model by default, so the searches
-show real similarities; `--hash-models` is the fast stand-in the tests use.
+page, saving one PNG each, and an org's page once more with a read-only key for that org.
+With the bundled multilingual model by default, so the searches show real similarities;
+`--hash-models` is the fast stand-in the tests use.
 """
 
 from __future__ import annotations
@@ -111,6 +112,26 @@ def shoot(base: str, key: str, out: Path) -> None:
         driver.get(f"{base}/console#/audit")
         text_of(driver, "audit-entries", "feature_flag")
         save(driver, out / "audit.png")
+
+        # A key for one org that may only read: the controls it may not use say why.
+        created = httpx.post(
+            f"{base}/v1/api-keys",
+            headers={"Authorization": f"Bearer {key}"},
+            json={
+                "name": "acme reader",
+                "org_id": "acme-logistics",
+                "scopes": ["history:read"],
+                "expires_in_days": 30,
+            },
+            timeout=30,
+        )
+        created.raise_for_status()
+        driver.get(f"{base}/console#/orgs/acme-logistics")
+        enter_key(driver, created.json()["secret"])
+        text_of(driver, "key-name", "acme reader")
+        text_of(driver, "partitions", "slack/ops")
+        shown(driver, "retention-not-allowed")
+        save(driver, out / "restricted.png")
 
 
 def save(driver: Any, path: Path) -> None:

@@ -6,6 +6,7 @@ download a browser or a driver of its own."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -130,15 +131,24 @@ def storage(driver: webdriver.Chrome) -> dict[str, Any]:
     return result
 
 
-def console_problems(driver: webdriver.Chrome) -> list[str]:
-    """The page console's errors since the last call (script errors, CSP violations),
-    except the failed requests the tests cause on purpose (401/403/422 answers)."""
+def console_problems(
+    driver: webdriver.Chrome, *, expected: tuple[int, ...] = (401, 403, 422)
+) -> list[str]:
+    """The page console's errors since the last call (script errors, CSP violations, failed
+    requests), except requests answered with one of the `expected` statuses, which the
+    tests cause on purpose."""
     problems = []
     for entry in driver.get_log("browser"):
         message = str(entry.get("message", ""))
         if entry.get("level") != "SEVERE":
             continue
-        if "Failed to load resource: the server responded with a status of" in message:
+        failed = _FAILED_REQUEST.search(message)
+        if failed is not None and int(failed.group(1)) in expected:
             continue
         problems.append(message)
     return problems
+
+
+_FAILED_REQUEST = re.compile(
+    r"Failed to load resource: the server responded with a status of (\d+)"
+)

@@ -1,8 +1,10 @@
 """The console in a real browser (headless Chromium, Debian's packages) against a real
 `memory serve` seeded by `memory demo`: each page loads, the key is entered once and kept in
-the tab's sessionStorage only, both playgrounds search, an admin flips an org's semantic
-flag and sets its retention (a bad value shows the server's reason), and a wrong or
-too-weak key shows the service's refusal and lets the operator enter another."""
+the tab's sessionStorage only, the header says whose key it is (GET /v1/api-keys/self), both
+playgrounds search, an admin flips an org's semantic flag and sets its retention (a bad
+value shows the server's reason), a wrong key shows the service's refusal and lets the
+operator enter another, and a restricted key finds the controls it may not use disabled or
+replaced by the reason, without ever meeting a 403."""
 
 from __future__ import annotations
 
@@ -66,16 +68,28 @@ def _assert_key_kept_in_the_session_only(driver: webdriver.Chrome, secret: str) 
     assert secret not in driver.execute_script("return document.cookie")
 
 
-def _assert_nothing_from_elsewhere(driver: webdriver.Chrome, base: str) -> None:
+def _assert_nothing_from_elsewhere(
+    driver: webdriver.Chrome, base: str, *, expected: tuple[int, ...]
+) -> None:
+    """Everything came from the service, no script error or CSP violation, and every failed
+    request had one of the `expected` statuses (a 403 the page let the key run into is a
+    failure unless expected)."""
     loaded = driver.execute_script(
         "return performance.getEntriesByType('resource').map((e) => e.name)"
     )
     assert loaded, "the page loaded its scripts and styles"
     assert all(url.startswith(base + "/") for url in loaded), loaded
-    assert console_problems(driver) == []  # no script error, no CSP violation
+    assert console_problems(driver, expected=expected) == []
 
 
-def test_the_console_asks_for_a_key_and_shows_each_refusal(
+def _unavailable_pages(driver: webdriver.Chrome) -> set[str]:
+    return {
+        str(link.get_attribute("data-page"))
+        for link in driver.find_elements(By.CSS_SELECTOR, "#nav a.unavailable")
+    }
+
+
+def test_a_wrong_key_is_refused_and_a_restricted_key_sees_why_instead_of_a_403(
     demo_server: str, browser: webdriver.Chrome
 ) -> None:
     base, driver = demo_server, browser
@@ -110,41 +124,71 @@ def test_the_console_asks_for_a_key_and_shows_each_refusal(
         ),
     )
     assert "unknown or revoked API key" in message and "Enter a valid API key" in message
+    assert "Key refused (401 unauthenticated)" in text_of(driver, "key-set", "refused")
 
+    # A key for one org that may only read its history, and expires in a month.
     created = httpx.post(
         f"{base}/v1/api-keys",
         headers=AUTH_HEADERS,
         json={
-            "name": "console reader",
-            "org_id": None,
-            "scopes": ["history:read", "policies:read"],
+            "name": "acme reader",
+            "org_id": ORG,
+            "scopes": ["history:read"],
+            "expires_in_days": 30,
         },
     )
     assert created.status_code == 201, created.text
-    reader = created.json()["secret"]
+    reader, reader_id = created.json()["secret"], created.json()["key_id"]
     enter_key(driver, reader)
-    assert ORG in text_of(driver, "orgs", "kedai-runcit")
+    # The header says who the key is; the pages it may not use are marked in the menu.
+    text_of(driver, "key-name", "acme reader")
+    assert shown(driver, "key-id").text == reader_id
+    assert shown(driver, "key-scopes").text == "history:read"
+    assert shown(driver, "key-orgs").text == f"for org {ORG}"
+    assert shown(driver, "key-expiry").text in {"expires in 30 days", "expires in 29 days"}
+    assert wait_for(driver, lambda d: _unavailable_pages(d) or None) == {"policies", "audit"}
+    # The directory shows this key's org only.
+    orgs = text_of(driver, "orgs", ORG)
+    assert "kedai-runcit" not in orgs
 
     fill(driver, "org-id", ORG)  # an org opened by its id
     _click(driver, "#org-open")
     text_of(driver, "org-title", ORG)
     text_of(driver, "semantic-search", "on")
-    _click(driver, f'[data-testid="flag-off-{SEMANTIC}"]')
-    refused = wait_for(
-        driver,
-        lambda d: (
-            d.find_element(By.ID, "key-message").text
-            if "403" in d.find_element(By.ID, "key-message").text
-            else None
-        ),
-    )
-    assert "lacks the admin scope" in refused
-    assert "lacks the admin scope" in text_of(driver, "flag-message", "403")
+    # Flags are shown, their buttons disabled with the reason; retention has no form.
+    flags_reason = text_of(driver, "flags-not-allowed", "admin")
+    assert f"needs the admin scope for {ORG}" in flags_reason
+    assert f"has history:read for org {ORG}" in flags_reason
+    for action in ("on", "off", "clear"):
+        button = driver.find_element(By.CSS_SELECTOR, f'[data-testid="flag-{action}-{SEMANTIC}"]')
+        assert not button.is_enabled(), action
+    retention_reason = text_of(driver, "retention-not-allowed", "retention")
+    assert f"needs the admin scope for {ORG}" in retention_reason
+    assert driver.find_elements(By.ID, "retention-days") == []
+    text_of(driver, "retention-days-shown", "days")  # still readable
     flags = httpx.get(f"{base}/v1/orgs/{ORG}/feature-flags", headers=AUTH_HEADERS).json()
-    assert flags["semantic_search"] is True  # refused: nothing changed
+    assert flags["semantic_search"] is True
+
+    # History: the key's org is filled in and searches; another org is explained, not sent.
+    _click(driver, '[data-testid="org-history-link"]')
+    fill(driver, "history-query", "customer")
+    assert driver.find_element(By.ID, "history-org").get_attribute("value") == ORG
+    _click(driver, "#history-search")
+    text_of(driver, "history-explain", "results")
+    fill(driver, "history-org", "kedai-runcit")
+    _click(driver, "#history-search")
+    assert "history:read for kedai-runcit" in text_of(driver, "history-not-allowed", "needs")
+
+    # Pages it may not use say why instead of asking the service.
+    driver.get(f"{base}/console#/policies")
+    assert "the policies:read scope" in text_of(driver, "policies-not-allowed", "needs")
+    assert driver.find_elements(By.ID, "policy-query") == []
+    driver.get(f"{base}/console#/audit")
+    assert "a key for every org" in text_of(driver, "audit-not-allowed", "needs")
 
     _assert_key_kept_in_the_session_only(driver, reader)
-    _assert_nothing_from_elsewhere(driver, base)
+    # The unknown key's 401s only: the restricted key never met a 403.
+    _assert_nothing_from_elsewhere(driver, base, expected=(401,))
 
 
 def test_an_admin_searches_both_contexts_and_changes_an_org(
@@ -153,6 +197,19 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
     base, driver = demo_server, browser
     driver.get(f"{base}/console")
     enter_key(driver, TEST_ADMIN_TOKEN)
+    # The admin token is configuration: every scope, every org, no expiry; nothing is off.
+    text_of(driver, "key-name", "MEMORY_ADMIN_TOKEN")
+    assert shown(driver, "key-id").text == "admin-token"
+    assert shown(driver, "key-scopes").text.split() == [
+        "history:read",
+        "history:write",
+        "policies:read",
+        "policies:write",
+        "admin",
+    ]
+    assert shown(driver, "key-orgs").text == "for every org"
+    assert shown(driver, "key-expiry").text == "never expires"
+    assert _unavailable_pages(driver) == set()
     summary = text_of(driver, "orgs-summary", "Semantic search on")
     assert "Orgs\n2" in summary
 
@@ -215,6 +272,7 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
     _click(driver, f'a[href="#/orgs/{ORG}"]')
     text_of(driver, "semantic-search", "on")
     text_of(driver, "partitions", "slack/ops")
+    assert driver.find_elements(By.CSS_SELECTOR, ".not-allowed") == []
     _click(driver, f'[data-testid="flag-off-{SEMANTIC}"]')
     text_of(driver, "semantic-search", "off")
     flags = httpx.get(f"{base}/v1/orgs/{ORG}/feature-flags", headers=AUTH_HEADERS).json()
@@ -250,4 +308,5 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
     assert entries.index("retention.set") < entries.index("feature_flag.org.set")
 
     _assert_key_kept_in_the_session_only(driver, TEST_ADMIN_TOKEN)
-    _assert_nothing_from_elsewhere(driver, base)
+    # The refused retention and threshold only.
+    _assert_nothing_from_elsewhere(driver, base, expected=(422,))

@@ -1,6 +1,7 @@
 // The console's shell: the page router (the part of the URL after `#`) and the key form.
 import { currentKey, forgetKey, setKey } from "./api.js";
-import { errorBox, h, loading, replace } from "./dom.js";
+import { badge, errorBox, h, loading, replace } from "./dom.js";
+import { ask, may, orgsOf, untilExpiry } from "./key.js";
 import * as audit from "./audit.js";
 import * as history from "./history.js";
 import * as orgs from "./orgs.js";
@@ -8,6 +9,14 @@ import * as overview from "./overview.js";
 import * as policies from "./policies.js";
 
 const PAGES = { overview, orgs, history, policies, audit };
+// The operation each page is for, and what it needs in words (the page says the same when
+// it is opened with a key that may not use it).
+const PAGE_NEEDS = {
+  orgs: ["listOrgs", "the history:read scope"],
+  history: ["searchHistory", "the history:read scope"],
+  policies: ["searchPolicies", "the policies:read scope"],
+  audit: ["auditLog", "the admin scope on a key for every org"],
+};
 
 function currentRoute() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
@@ -55,17 +64,55 @@ function openKeyForm(message) {
   input.focus();
 }
 
-function renderKeyStatus() {
+async function renderKeyStatus() {
   const status = document.getElementById("key-status");
-  if (currentKey()) {
-    replace(
-      status,
-      h("span", { "data-testid": "key-set" }, "API key set for this tab"),
-      h("button", { type: "button", class: "secondary", onclick: () => openKeyForm("Enter another API key.") }, "Change key"),
-      h("button", { type: "button", class: "secondary", onclick: () => { forgetKey(); openKeyForm("Key forgotten. Enter an API key to read the API."); } }, "Forget key"),
-    );
-  } else {
+  const key = currentKey();
+  if (!key) {
     replace(status, h("button", { type: "button", onclick: () => openKeyForm("Enter an API key.") }, "Enter key"));
+    markNav(null);
+    return;
+  }
+  const buttons = [
+    h("button", { type: "button", class: "secondary", onclick: () => openKeyForm("Enter another API key.") }, "Change key"),
+    h("button", { type: "button", class: "secondary", onclick: () => { forgetKey(); openKeyForm("Key forgotten. Enter an API key to read the API."); } }, "Forget key"),
+  ];
+  replace(status, h("span", { "data-testid": "key-set" }, "Checking the key…"), buttons);
+  const { own, problem } = await ask();
+  if (currentKey() !== key) return; // another key was entered meanwhile
+  if (own) {
+    replace(status, identity(own), buttons);
+  } else {
+    const why = problem ? `${problem.status} ${problem.code}` : "no answer";
+    const text = problem && problem.status === 401 ? `Key refused (${why})` : `API key set; who it is is unknown (${why})`;
+    replace(status, h("span", { "data-testid": "key-set", title: problem ? problem.message : null }, text), buttons);
+  }
+  markNav(own);
+}
+
+/** The header's "who am I": the key's name and id, its scopes, its org and its expiry. */
+function identity(own) {
+  const expiry = own.expires_at
+    ? h("span", { "data-testid": "key-expiry", title: own.expires_at }, `expires ${untilExpiry(own.expires_at)}`)
+    : h("span", { "data-testid": "key-expiry" }, "never expires");
+  return h(
+    "span",
+    { class: "identity", "data-testid": "key-identity" },
+    h("strong", { "data-testid": "key-name" }, own.name),
+    h("code", { "data-testid": "key-id", title: own.source === "admin_token" ? "MEMORY_ADMIN_TOKEN: configuration, not a stored key" : null }, own.key_id),
+    h("span", { class: "scopes", "data-testid": "key-scopes" }, own.scopes.map((scope, i) => [i ? " " : null, badge(scope, scope === "admin" ? "warn" : "muted")])),
+    h("span", { "data-testid": "key-orgs" }, orgsOf(own)),
+    expiry,
+  );
+}
+
+/** Pages the key may not use stay in the menu (they say why), marked and explained. */
+function markNav(own) {
+  for (const link of document.querySelectorAll("#nav a")) {
+    const needs = PAGE_NEEDS[link.dataset.page];
+    const allowed = !needs || may(own, needs[0]);
+    link.classList.toggle("unavailable", !allowed);
+    if (allowed) link.removeAttribute("title");
+    else link.title = `This key may not use this page: it needs ${needs[1]}.`;
   }
 }
 

@@ -1,10 +1,20 @@
 // Audit log: GET /v1/audit, newest first, a page at a time (needs an admin key for every org).
 import { api } from "./api.js";
 import { errorBox, field, h, isoFromLocal, replace, table, when } from "./dom.js";
+import { may, notAllowed, ownKey } from "./key.js";
 
 const PAGE_SIZE = 25;
 
 export async function render(container) {
+  const own = await ownKey();
+  if (!may(own, "auditLog")) {
+    replace(
+      container,
+      h("div", { class: "title" }, h("h2", {}, "Audit log")),
+      notAllowed(own, "Reading the audit log", "the admin scope on a key for every org", "audit-not-allowed"),
+    );
+    return;
+  }
   const org = h("input", { id: "audit-org", autocomplete: "off", placeholder: "all orgs" });
   const since = h("input", { id: "audit-since", type: "datetime-local", step: 1 });
   const until = h("input", { id: "audit-until", type: "datetime-local", step: 1 });

@@ -2,10 +2,21 @@
 // was found, and the answer's own explanation when semantic search did not take part.
 import { api } from "./api.js";
 import { badge, errorBox, field, h, isoFromLocal, replace, table, when } from "./dom.js";
+import { may, notAllowed, ownKey } from "./key.js";
 import { knownOrgs } from "./orgs.js";
 
 export async function render(container, args) {
-  const org = h("input", { id: "history-org", required: true, list: "history-orgs", value: args[0] || "", autocomplete: "off" });
+  const own = await ownKey();
+  if (!may(own, "searchHistory")) {
+    replace(
+      container,
+      h("div", { class: "title" }, h("h2", {}, "History search")),
+      notAllowed(own, "Searching history", "the history:read scope", "history-not-allowed"),
+    );
+    return;
+  }
+  // A key for one org searches that org: it is filled in.
+  const org = h("input", { id: "history-org", required: true, list: "history-orgs", value: args[0] || (own && own.org_id) || "", autocomplete: "off" });
   const query = h("input", { id: "history-query", required: true, maxlength: 1000, autocomplete: "off" });
   const since = h("input", { id: "history-since", type: "datetime-local", step: 1 });
   const until = h("input", { id: "history-until", type: "datetime-local", step: 1 });
@@ -25,9 +36,14 @@ export async function render(container, args) {
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    const orgId = org.value.trim();
+    if (!may(own, "searchHistory", orgId)) {
+      replace(out, notAllowed(own, `Searching ${orgId}'s history`, `history:read for ${orgId}`, "history-not-allowed"));
+      return;
+    }
     replace(out, h("p", { class: "loading" }, "Searching…"));
     try {
-      const answer = await api("GET", `/v1/orgs/${encodeURIComponent(org.value.trim())}/history/search`, {
+      const answer = await api("GET", `/v1/orgs/${encodeURIComponent(orgId)}/history/search`, {
         query: { q: query.value, limit: limit.value, since: isoFromLocal(since.value), until: isoFromLocal(until.value) },
       });
       replace(out, results(answer));

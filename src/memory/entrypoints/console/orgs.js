@@ -1,7 +1,9 @@
 // Orgs: an org's flag layers, retention and sweep partitions (watermark, lag, poisoned
-// windows), with its flags and retention editable (the server lets only admin keys change).
+// windows), with its flags and retention editable by a key that may change them (an admin
+// key for the org); other keys see why the controls are off.
 import { api } from "./api.js";
 import { badge, errorBox, facts, field, h, replace, seconds, table, when, yesNo } from "./dom.js";
+import { may, notAllowed, ownKey } from "./key.js";
 
 const DIRECTORY_PAGE = 50;
 
@@ -17,8 +19,17 @@ export async function knownOrgs() {
 }
 
 export async function render(container, args) {
+  const own = await ownKey();
   if (args.length) {
-    await renderOrg(container, args[0]);
+    await renderOrg(container, args[0], own);
+    return;
+  }
+  if (!may(own, "listOrgs")) {
+    replace(
+      container,
+      h("div", { class: "title" }, h("h2", {}, "Orgs")),
+      notAllowed(own, "Listing orgs", "the history:read scope", "orgs-not-allowed"),
+    );
     return;
   }
   const prefix = h("input", { id: "orgs-prefix", autocomplete: "off", placeholder: "all" });
@@ -104,20 +115,29 @@ function poisonBadge(windows, events) {
   return badge(`${windows} windows, ${events} events`, "bad");
 }
 
-async function renderOrg(container, orgId) {
+async function renderOrg(container, orgId, own) {
   const path = `/v1/orgs/${encodeURIComponent(orgId)}`;
+  const heading = h("div", { class: "title" }, h("h2", {}, h("a", { href: "#/orgs" }, "Orgs"), " / ", h("span", { "data-testid": "org-title" }, orgId)));
+  if (!may(own, "listOrgFlags", orgId)) {
+    replace(container, heading, notAllowed(own, `Reading ${orgId}`, `history:read for ${orgId}`, "org-not-allowed"));
+    return;
+  }
+  const canFlag = may(own, "setOrgFlag", orgId);
+  const canClear = may(own, "clearOrgFlag", orgId);
+  const canRetain = may(own, "setRetention", orgId);
   const summaryBox = h("section", { class: "card", "data-testid": "org-summary" });
   const flagsBox = h("section", { class: "card", "data-testid": "org-flags" });
   const retentionBox = h("section", { class: "card", "data-testid": "org-retention" });
   const sweepBox = h("section", { class: "card", "data-testid": "org-sweep" });
   replace(
     container,
-    h("div", { class: "title" }, h("h2", {}, h("a", { href: "#/orgs" }, "Orgs"), " / ", h("span", { "data-testid": "org-title" }, orgId))),
+    heading,
     h(
       "p",
       { class: "hint" },
-      "Changing a flag or the retention needs an admin key for this org; the server refuses other keys. ",
-      h("a", { href: `#/history/${encodeURIComponent(orgId)}`, "data-testid": "org-history-link" }, "Search this org's history"),
+      may(own, "searchHistory", orgId)
+        ? h("a", { href: `#/history/${encodeURIComponent(orgId)}`, "data-testid": "org-history-link" }, "Search this org's history")
+        : null,
     ),
     summaryBox,
     flagsBox,
@@ -175,8 +195,11 @@ async function renderOrg(container, orgId) {
         replace(message, errorBox(error));
       }
     }
+    const locked = !canFlag && !canClear;
+    const why = `Needs the admin scope for ${orgId}`;
     return [
       facts([["Semantic search", h("span", { "data-testid": "semantic-search" }, yesNo(answer.semantic_search, "on", "off"))]]),
+      locked ? notAllowed(own, "Changing this org's flags", `the admin scope for ${orgId}`, "flags-not-allowed") : null,
       table(
         [
           ["Flag", (f) => h("code", {}, f.flag)],
@@ -189,9 +212,9 @@ async function renderOrg(container, orgId) {
               h(
                 "span",
                 { class: "inline" },
-                h("button", { type: "button", class: "secondary", "data-testid": `flag-on-${f.flag}`, disabled: f.org === true, onclick: () => change(f.flag, true) }, "On"),
-                h("button", { type: "button", class: "secondary", "data-testid": `flag-off-${f.flag}`, disabled: f.org === false, onclick: () => change(f.flag, false) }, "Off"),
-                h("button", { type: "button", class: "secondary", "data-testid": `flag-clear-${f.flag}`, disabled: f.org === null, onclick: () => change(f.flag, null) }, "Use global"),
+                h("button", { type: "button", class: "secondary", "data-testid": `flag-on-${f.flag}`, disabled: !canFlag || f.org === true, title: canFlag ? null : why, onclick: () => change(f.flag, true) }, "On"),
+                h("button", { type: "button", class: "secondary", "data-testid": `flag-off-${f.flag}`, disabled: !canFlag || f.org === false, title: canFlag ? null : why, onclick: () => change(f.flag, false) }, "Off"),
+                h("button", { type: "button", class: "secondary", "data-testid": `flag-clear-${f.flag}`, disabled: !canClear || f.org === null, title: canClear ? null : why, onclick: () => change(f.flag, null) }, "Use global"),
               ),
           ],
         ],
@@ -239,8 +262,7 @@ async function renderOrg(container, orgId) {
         ["Kept for", h("span", { "data-testid": "retention-days-shown" }, `${answer.days} days`)],
         ["Source", answer.default ? "the service's default" : "set for this org"],
       ]),
-      form,
-      message,
+      canRetain ? [form, message] : notAllowed(own, "Changing this org's retention", `the admin scope for ${orgId}`, "retention-not-allowed"),
     );
   }
 

@@ -1,6 +1,7 @@
 // Overview: /healthz as it is (models, projector lag, last sweep and purge, database).
 import { api, currentKey } from "./api.js";
 import { badge, errorBox, facts, h, replace, seconds, table, when, yesNo } from "./dom.js";
+import { may, notAllowed, ownKey } from "./key.js";
 
 // The overview sums the first page of orgs; the Orgs page lists them all.
 const ORGS_AT_A_GLANCE = 200;
@@ -58,6 +59,14 @@ function orgsCard() {
     return card;
   }
   card.append(h("p", { class: "loading" }, "Loading…"));
+  ownKey().then((own) => {
+    if (may(own, "listOrgs")) loadOrgs(card);
+    else replace(card, h("h3", {}, "Orgs"), notAllowed(own, "The orgs summary", "the history:read scope", "orgs-not-allowed"));
+  });
+  return card;
+}
+
+function loadOrgs(card) {
   api("GET", "/v1/orgs", { query: { limit: ORGS_AT_A_GLANCE } }).then(
     (page) => {
       const orgs = page.orgs;
@@ -78,7 +87,6 @@ function orgsCard() {
     },
     (error) => replace(card, h("h3", {}, "Orgs"), errorBox(error)),
   );
-  return card;
 }
 
 function modelsTable(contexts) {

@@ -2,8 +2,18 @@
 // the next page is the answer's `next_cursor`, sent back with the same query and filter.
 import { ApiError, api } from "./api.js";
 import { badge, errorBox, field, h, isoFromLocal, replace, table, when } from "./dom.js";
+import { may, notAllowed, ownKey } from "./key.js";
 
 export async function render(container) {
+  const own = await ownKey();
+  if (!may(own, "searchPolicies")) {
+    replace(
+      container,
+      h("div", { class: "title" }, h("h2", {}, "Policy search")),
+      notAllowed(own, "Searching policies", "the policies:read scope", "policies-not-allowed"),
+    );
+    return;
+  }
   const query = h("textarea", { id: "policy-query", required: true, rows: 2, maxlength: 4096 });
   const threshold = h("input", { id: "policy-threshold", inputmode: "decimal", placeholder: "server default", autocomplete: "off" });
   const limit = h("input", { id: "policy-limit", type: "number", min: 1, max: 200, value: 10 });
