@@ -29,14 +29,14 @@ lock:
 	  --python-version 3.11 --python-platform x86_64-manylinux_2_28 -o requirements-dev.lock
 
 test: setup-dev
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/ruff format --check src tests bench scripts
 	$(VENV)/bin/mypy
 	$(PY) -m pytest
 
 lint: setup-dev
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/ruff format --check src tests bench scripts
 
 typecheck: setup-dev
 	$(VENV)/bin/mypy
