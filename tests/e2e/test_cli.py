@@ -133,3 +133,54 @@ def test_the_default_home_is_absolute_and_the_same_from_any_directory(
     monkeypatch.delenv("XDG_DATA_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     assert Settings().home == tmp_path / "user" / ".local" / "share" / "memory"
+
+
+# The input rule for arguments (docs/adr/0086), in every text argument of every command:
+# walking the parser finds each one, so a command added later is covered without a new case.
+LONE_SURROGATE = "\udcff"  # what Python makes of the argv byte 0xff
+SURROGATE_REASON = "must not contain lone surrogates (not valid Unicode text)"
+
+
+def _text_arguments() -> Iterator[tuple[list[str], str]]:
+    """(argv with a lone surrogate in one text argument, that argument's name), for every
+    argument that takes text (no type conversion, no fixed choices)."""
+    for path, parser in leaves(build_parser()):
+        actions = [a for a in parser._actions if a.nargs != 0 and a.dest != "help"]
+        for target in actions:
+            if target.type is not None or target.choices is not None:
+                continue
+            argv = list(path)
+            for action in actions:
+                if action is not target and not action.required:
+                    continue
+                value = LONE_SURROGATE if action is target else _valid(action)
+                argv += [action.option_strings[-1], value] if action.option_strings else [value]
+            yield argv, _name(target)
+
+
+def _valid(action: argparse.Action) -> str:
+    return str(next(iter(action.choices))) if action.choices is not None else "x"
+
+
+def _name(action: argparse.Action) -> str:
+    if action.option_strings:
+        return max(action.option_strings, key=len)
+    return action.metavar if isinstance(action.metavar, str) else action.dest
+
+
+TEXT_ARGUMENTS = list(_text_arguments())
+
+
+def test_the_walk_finds_the_commands_that_take_text() -> None:
+    commands = {" ".join(argv[:2]) for argv, _ in TEXT_ARGUMENTS}
+    assert {"policies get", "history status", "keys create", "sweep --org", "serve --host"} <= (
+        commands
+    )
+
+
+@pytest.mark.parametrize(("argv", "argument"), TEXT_ARGUMENTS, ids=repr)
+def test_a_lone_surrogate_in_any_text_argument_is_refused_naming_it(
+    argv: list[str], argument: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert capsys.readouterr() == ("", f"memory: {argument}: {SURROGATE_REASON}\n")

@@ -73,6 +73,17 @@ def nullable_ref(schema: str) -> dict[str, Any]:
     return {COMPONENT_KEY: schema}
 
 
+def unsafe_text_reason(text: str) -> str | None:
+    """Why `text` breaks the text rule (NUL, a lone surrogate), or None: the reason a 422
+    and the command line give for the field or argument that holds it."""
+    found = UNSAFE_TEXT.search(text)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "must not contain NUL characters"
+    return "must not contain lone surrogates (not valid Unicode text)"
+
+
 def escaped(text: str) -> str:
     """`text` with NUL and lone surrogates written as `\\uXXXX`: safe in JSON and logs."""
     return UNSAFE_TEXT.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

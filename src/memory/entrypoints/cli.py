@@ -14,7 +14,9 @@ from pydantic import ValidationError
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from memory.application.errors import DatabaseUnavailable
+from memory.domain.errors import InvalidInput
 from memory.entrypoints import cli_output
+from memory.entrypoints.cli_arguments import check_arguments, command_arguments, refusal
 from memory.entrypoints.database_url import HomeHasNoDatabase
 from memory.entrypoints.logging_setup import configure_logging
 from memory.infrastructure.postgres.availability import DatabaseMisconfigured
@@ -177,6 +179,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     cli_output.use_json(bool(getattr(args, "json", False)))
+    arguments = command_arguments(parser, args)
+    try:
+        # Before settings are read or anything is opened: a refused argument changes nothing.
+        check_arguments(args, arguments)
+        return _run(args)
+    except InvalidInput as exc:
+        cli_output.error(refusal(exc, arguments))
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         settings = Settings()
     except ValidationError as exc:

@@ -15,7 +15,7 @@ from tqdm import tqdm
 from memory.application.history.service import HistoryService
 from memory.application.history.sweep import PartitionReport
 from memory.domain.audit.admin_action import Actor
-from memory.domain.errors import DomainError
+from memory.domain.errors import DomainError, InvalidInput
 from memory.entrypoints.cli_output import emit, error, wants_json
 from memory.entrypoints.operator import cli_actor
 from memory.infrastructure.settings import Settings
@@ -108,7 +108,7 @@ def _sweep(args: argparse.Namespace) -> int:
         while True:
             bar = SweepBar()
             try:
-                report = history.sweep(args.org, trigger="cli", progress=bar, actor=actor)
+                report = history.sweep(args.org_id, trigger="cli", progress=bar, actor=actor)
             finally:
                 bar.close()
             actor = None
@@ -122,7 +122,7 @@ def _purge(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
         bar = _PurgeBar()
         try:
-            report = history.purge(args.org, observer=bar, actor=cli_actor())
+            report = history.purge(args.org_id, observer=bar, actor=cli_actor())
         finally:
             bar.close()
         _print(
@@ -139,6 +139,8 @@ def _drop_model(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
         try:
             report = history.drop_model(args.model, actor=cli_actor())
+        except InvalidInput:
+            raise  # `memory` names the argument
         except DomainError as exc:
             error(exc.message)
             return 2
@@ -156,9 +158,11 @@ def _retention(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
         try:
             if args.days is not None:
-                found = history.set_retention(args.org, args.days, actor=cli_actor())
+                found = history.set_retention(args.org_id, args.days, actor=cli_actor())
             else:
-                found = history.retention(args.org)
+                found = history.retention(args.org_id)
+        except InvalidInput:
+            raise  # `memory` names the argument
         except DomainError as exc:
             error(exc.message)
             return 2
@@ -168,14 +172,14 @@ def _retention(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
-        status = history.sweep_status(args.org)
+        status = history.sweep_status(args.org_id)
         _print(
             {
-                "org_id": args.org,
+                "org_id": args.org_id,
                 "model": status.model,
                 "models_stored": history.stored_models(),
                 # Non-zero after an upgrade until `memory history reindex` has run.
-                "full_text_rows_to_reindex": history.stale_full_text_rows(args.org),
+                "full_text_rows_to_reindex": history.stale_full_text_rows(args.org_id),
                 "partitions": [
                     {
                         "partition": str(s.partition),
@@ -198,6 +202,8 @@ def _orgs(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
         try:
             page = history.orgs(limit=args.limit, prefix=args.prefix, cursor=args.cursor)
+        except InvalidInput:
+            raise  # `memory` names the argument
         except DomainError as exc:
             error(exc.message)
             return 2
@@ -239,11 +245,11 @@ def _reindex(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     sweep = sub.add_parser("sweep", help="embed closed conversation windows (history search)")
     sweep.add_argument("--once", action="store_true", help="run one pass and exit")
-    sweep.add_argument("--org", help="only this org's partitions")
+    sweep.add_argument("--org", dest="org_id", help="only this org's partitions")
     sweep.set_defaults(func=_sweep)
 
     purge = sub.add_parser("purge", help="delete chat history past each org's retention")
-    purge.add_argument("--org", help="only this org")
+    purge.add_argument("--org", dest="org_id", help="only this org")
     purge.set_defaults(func=_purge)
 
     history = sub.add_parser("history", help="history search operations")
@@ -251,14 +257,18 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     drop = commands.add_parser(
         "drop-model", help="delete a no-longer-active model's embeddings and reset its progress"
     )
-    drop.add_argument("model", help="model spec, e.g. ollama:bge-m3 or local:multilingual-e5-small")
+    drop.add_argument(
+        "model",
+        metavar="MODEL",
+        help="model spec, e.g. ollama:bge-m3 or local:multilingual-e5-small",
+    )
     drop.set_defaults(func=_drop_model)
     retention = commands.add_parser("retention", help="show or set an org's retention")
-    retention.add_argument("org")
+    retention.add_argument("org_id", metavar="ORG")
     retention.add_argument("--days", type=int, help="set the retention to this many days")
     retention.set_defaults(func=_retention)
     status = commands.add_parser("status", help="sweep progress of an org, per partition")
-    status.add_argument("org")
+    status.add_argument("org_id", metavar="ORG")
     status.set_defaults(func=_status)
     orgs = commands.add_parser(
         "orgs",

@@ -12,7 +12,7 @@ from typing import Any
 
 from memory.domain.access.api_key import MAX_KEY_LIFETIME_DAYS
 from memory.domain.access.scopes import Scope
-from memory.domain.errors import DomainError
+from memory.domain.errors import DomainError, InvalidInput
 from memory.entrypoints.cli_output import emit, error
 from memory.infrastructure.settings import Settings
 
@@ -29,7 +29,7 @@ def _run(args: argparse.Namespace) -> int:
                 created = services.access.create(
                     cli_operator(),
                     args.name,
-                    args.org,
+                    args.org_id,
                     args.scope,
                     expires_at=args.expires_at,
                     expires_in_days=args.expires_in_days,
@@ -42,6 +42,8 @@ def _run(args: argparse.Namespace) -> int:
                 emit({"keys": [key_json(k) for k in services.access.keys(cli_operator())]})
             else:
                 emit(key_json(services.access.revoke(cli_operator(), args.key_id)))
+        except InvalidInput:
+            raise  # `memory` names the argument
         except DomainError as exc:
             error(exc.message)
             return 1
@@ -62,7 +64,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     commands = keys.add_subparsers(dest="keys_command", required=True)
     create = commands.add_parser("create", help="create a key; prints its secret once")
     create.add_argument("--name", required=True)
-    create.add_argument("--org", default=None, help="the key's org (default: every org)")
+    create.add_argument(
+        "--org", dest="org_id", default=None, help="the key's org (default: every org)"
+    )
     create.add_argument(
         "--scope",
         action="append",
@@ -87,6 +91,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     commands.add_parser("list", help="every key (never secrets)")
     revoke = commands.add_parser("revoke", help="revoke a key (refused from the next request)")
-    revoke.add_argument("key_id")
+    revoke.add_argument("key_id", metavar="KEY_ID")
     for command in (create, commands.choices["list"], revoke):
         command.set_defaults(func=_run)

@@ -9,7 +9,7 @@ memory policies drop-model SPEC                    delete another model's rows
 memory policies status                             models, rows, projection positions,
                                                    tracking tables a failed re-embed left
 
-Each calls `PolicyService`, as HTTP does; an error names the argument it is about.
+Each calls `PolicyService`, as HTTP does; `memory` names the argument an error is about.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     drop.add_argument(
         "model",
+        metavar="MODEL",
         help="model id as stored, e.g. local:multilingual-e5-small, or the name of a tracking"
         " table `memory policies status` lists as untied",
     )
@@ -130,8 +131,10 @@ def _reembed(args: argparse.Namespace) -> int:
     except ProjectorFailed as exc:
         error(f"{exc}\nrun the same command again to resume")
         return 1
+    except InvalidInput:
+        raise  # `memory` names the argument
     except DomainError as exc:
-        error(_reason(exc))
+        error(exc.message)
         return 2
     except KeyboardInterrupt:
         error("interrupted; run the same command again to resume")
@@ -157,8 +160,10 @@ def _drop_model(args: argparse.Namespace) -> int:
     with _policies(args.settings) as policies:
         try:
             model_id, deleted = policies.drop_model(args.model, actor=cli_actor())
+        except InvalidInput:
+            raise  # `memory` names the argument
         except DomainError as exc:
-            error(_reason(exc))
+            error(exc.message)
             return 2
     emit(
         {"model": model_id, "rows_deleted": deleted},
@@ -192,25 +197,17 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
-# The command-line argument each field of the service's errors is about.
-ARGUMENTS = {
-    "policy_id": "POLICY_ID",
-    "source": "--source",
-    "tag": "--tag",
-    "updated_since": "--updated-since",
-    "limit": "--limit",
-    "cursor": "--cursor",
-}
-
-
 def _get(args: argparse.Namespace) -> int:
     from memory.entrypoints.http.policy_routes import policy_json
 
     with _policies(args.settings) as policies:
         try:
             policy = policies.get(args.policy_id)
+        except InvalidInput:
+            raise  # `memory` names the argument
         except DomainError as exc:
-            return _failed(exc)
+            error(exc.message)
+            return 1
     emit(policy_json(policy), title=f"policy {policy.policy_id}, version {policy.version}")
     return 0
 
@@ -227,8 +224,11 @@ def _list(args: argparse.Namespace) -> int:
                 tag=args.tag,
                 updated_since=args.updated_since,
             )
+        except InvalidInput:
+            raise  # `memory` names the argument
         except DomainError as exc:
-            return _failed(exc)
+            error(exc.message)
+            return 1
     if wants_json():
         emit({"policies": [policy_json(p) for p in page.policies], "next_cursor": page.next_cursor})
         return 0
@@ -254,8 +254,11 @@ def _delete(args: argparse.Namespace) -> int:
     with _policies(args.settings) as policies:
         try:
             projected = policies.delete(args.policy_id, actor=cli_actor())
+        except InvalidInput:
+            raise  # `memory` names the argument
         except DomainError as exc:
-            return _failed(exc)
+            error(exc.message)
+            return 1
     emit(
         {"policy_id": args.policy_id, "deleted": True, "search_updated": projected},
         title=f"policy {args.policy_id} deleted"
@@ -274,17 +277,6 @@ def _instant(text: str) -> datetime:
         ) from None
 
 
-def _failed(exc: DomainError) -> int:
-    """Report `exc`, naming the argument of each field; 2 for bad input, else 1."""
-    if isinstance(exc, InvalidInput):
-        error(
-            "; ".join(f"{ARGUMENTS.get(field, field)}: {reason}" for field, reason in exc.problems)
-        )
-        return 2
-    error(exc.message)
-    return 1
-
-
 def _note(rows: int, active: bool, position: int | None) -> str:
     if active:
         return "active"
@@ -293,7 +285,3 @@ def _note(rows: int, active: bool, position: int | None) -> str:
     if rows == 0:
         return "tracking table only; drop-model removes it"
     return ""
-
-
-def _reason(exc: DomainError) -> str:
-    return exc.reason if isinstance(exc, InvalidInput) else exc.message

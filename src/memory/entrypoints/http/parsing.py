@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
-from memory.contract.input import UNSAFE_TEXT, escaped, field_label, field_problems
+from memory.contract.input import escaped, field_label, field_problems, unsafe_text_reason
 from memory.entrypoints.http.errors import RequestInvalid
 
 M = TypeVar("M", bound=BaseModel)
@@ -38,15 +38,6 @@ class _NumberTooLong(ValueError):
     pass
 
 
-def _text_problem(text: str) -> str | None:
-    found = UNSAFE_TEXT.search(text)
-    if found is None:
-        return None
-    if found.group() == "\x00":
-        return "must not contain NUL characters"
-    return "must not contain lone surrogates (not valid Unicode text)"
-
-
 def _check_text(value: Any, path: tuple[Any, ...]) -> None:
     """Walk decoded JSON (or query/path values) and refuse the first unsafe text, keys
     included. Iterative, so that the depth json.loads allowed cannot exhaust the stack."""
@@ -54,12 +45,12 @@ def _check_text(value: Any, path: tuple[Any, ...]) -> None:
     while stack:
         item, where = stack.pop()
         if isinstance(item, str):
-            problem = _text_problem(item)
+            problem = unsafe_text_reason(item)
             if problem is not None:
                 raise _UnsafeText(field_label(where) or "body", problem)
         elif isinstance(item, dict):
             for key, child in item.items():
-                problem = _text_problem(key)
+                problem = unsafe_text_reason(key)
                 if problem is not None:
                     raise _UnsafeText(field_label((*where, key)), f"keys {problem}")
                 stack.append((child, (*where, key)))
