@@ -32,6 +32,12 @@ class Answer(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
+def _absent(value: object) -> bool:
+    """Left out of the answer when None: an optional part that only says something when it
+    is there (`pending_windows`, a full-text hit's `similarity`)."""
+    return value is None
+
+
 # Errors ----------------------------------------------------------------------------------
 
 
@@ -183,7 +189,9 @@ class PolicyDocumentBody(Answer):
     content: str
     timestamp: datetime
     metadata: dict[str, Any]
-    similarity: float | None = Field(default=None, description="Only with origin=search.")
+    similarity: float | None = Field(
+        default=None, description="Only with origin=search.", exclude_if=_absent
+    )
 
 
 # History answers -------------------------------------------------------------------------
@@ -203,8 +211,8 @@ class HistoryHitBody(Answer):
     text: str
     occurred_at: datetime
     matched_by: Literal["fts", "semantic"]
-    similarity: float | None = None
-    window_id: UUID | None = None
+    similarity: float | None = Field(default=None, exclude_if=_absent)
+    window_id: UUID | None = Field(default=None, exclude_if=_absent)
 
 
 class FlagSourceBody(Answer):
@@ -217,9 +225,9 @@ class HistorySearchBody(Answer):
     results: list[HistoryHitBody]
     semantic: Literal["on", "off", "degraded"]
     org_known: bool
-    model: str | None = None
-    semantic_off_by: FlagSourceBody | None = None
-    pending_windows: int | None = None
+    model: str | None = Field(default=None, exclude_if=_absent)
+    semantic_off_by: FlagSourceBody | None = Field(default=None, exclude_if=_absent)
+    pending_windows: int | None = Field(default=None, exclude_if=_absent)
 
 
 class SweepReportBody(Answer):

@@ -18,8 +18,10 @@ from memory.infrastructure.settings import Settings
 
 
 def _run(args: argparse.Namespace) -> int:
+    from memory.contract.responses import ApiKeysBody
     from memory.entrypoints.bootstrap import opened
-    from memory.entrypoints.http.access_routes import key_json
+    from memory.entrypoints.http.access_routes import key_body, new_key_body
+    from memory.entrypoints.http.answer import wire
     from memory.entrypoints.operator import cli_operator
 
     settings: Settings = args.settings
@@ -35,13 +37,14 @@ def _run(args: argparse.Namespace) -> int:
                     expires_in_days=args.expires_in_days,
                 )
                 emit(
-                    {**key_json(created.key), "secret": created.secret},
+                    wire(new_key_body(created.key, created.secret)),
                     title="API key created; its secret is shown this once:",
                 )
             elif args.keys_command == "list":
-                emit({"keys": [key_json(k) for k in services.access.keys(cli_operator())]})
+                found = services.access.keys(cli_operator())
+                emit(wire(ApiKeysBody(keys=[key_body(k) for k in found])))
             else:
-                emit(key_json(services.access.revoke(cli_operator(), args.key_id)))
+                emit(wire(key_body(services.access.revoke(cli_operator(), args.key_id))))
         except InvalidInput:
             raise  # `memory` names the argument
         except DomainError as exc:

@@ -198,7 +198,8 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _get(args: argparse.Namespace) -> int:
-    from memory.entrypoints.http.policy_routes import policy_json
+    from memory.entrypoints.http.answer import wire
+    from memory.entrypoints.http.policy_routes import policy_body
 
     with _policies(args.settings) as policies:
         try:
@@ -208,12 +209,14 @@ def _get(args: argparse.Namespace) -> int:
         except DomainError as exc:
             error(exc.message)
             return 1
-    emit(policy_json(policy), title=f"policy {policy.policy_id}, version {policy.version}")
+    emit(wire(policy_body(policy)), title=f"policy {policy.policy_id}, version {policy.version}")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    from memory.entrypoints.http.policy_routes import policy_json
+    from memory.contract.responses import PolicyPageBody
+    from memory.entrypoints.http.answer import wire
+    from memory.entrypoints.http.policy_routes import policy_body
 
     with _policies(args.settings) as policies:
         try:
@@ -230,7 +233,8 @@ def _list(args: argparse.Namespace) -> int:
             error(exc.message)
             return 1
     if wants_json():
-        emit({"policies": [policy_json(p) for p in page.policies], "next_cursor": page.next_cursor})
+        listed = [policy_body(p) for p in page.policies]
+        emit(wire(PolicyPageBody(policies=listed, next_cursor=page.next_cursor)))
         return 0
     rows = [
         {

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 MODULE_FLAG = "digital_worker"
 SEMANTIC_SEARCH_FLAG = "digital_worker_semantic_search"
@@ -35,7 +36,7 @@ class FlagSource:
     """A flag's value in one layer; `default` when nobody set it there."""
 
     flag: str
-    layer: str
+    layer: Literal["global", "org"]
     default: bool
 
 

@@ -10,11 +10,9 @@ GET    /v1/audit               administrative changes, newest first             
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
-from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from memory.application.access.service import AccessService, OwnKey
@@ -24,9 +22,19 @@ from memory.application.audit.ports import (
     AuditTrail,
 )
 from memory.contract.access_requests import AuditParams, KeyPath, NewKeyBody
+from memory.contract.responses import (
+    ApiKeyBody,
+    ApiKeysBody,
+    AuditActorBody,
+    AuditEntryBody,
+    AuditPageBody,
+    NewApiKeyBody,
+    OwnApiKeyBody,
+)
 from memory.domain.access.api_key import ApiKey
 from memory.domain.access.scopes import Scope, sorted_scopes
 from memory.entrypoints.http.access import Access, AccessTable, api_key, permitted
+from memory.entrypoints.http.answer import AnswerResponse
 from memory.entrypoints.http.database_stall import watched
 from memory.entrypoints.http.openapi import OPERATIONS
 from memory.entrypoints.http.parsing import parse_body, parse_path, parse_query
@@ -60,8 +68,8 @@ def access_routes(
                 expires_in_days=body.expires_in_days,
             )
         )
-        return JSONResponse(
-            {**key_json(created.key), "secret": created.secret},
+        return AnswerResponse(
+            new_key_body(created.key, created.secret),
             201,
             headers={"Cache-Control": "no-store"},
         )
@@ -69,14 +77,14 @@ def access_routes(
     async def listing(request: Request) -> Response:
         caller = api_key(request.scope)
         found = await watched(lambda: keys.keys(caller))
-        return JSONResponse({"keys": [key_json(k) for k in found]})
+        return AnswerResponse(ApiKeysBody(keys=[key_body(k) for k in found]))
 
     async def own(request: Request) -> Response:
         caller = api_key(request.scope)
         allowed = permitted(table(), caller)
         operations = [op.operation_id for op in OPERATIONS if (op.method, op.path) in allowed]
-        return JSONResponse(
-            own_key_json(keys.own_key(caller), operations),
+        return AnswerResponse(
+            own_key_body(keys.own_key(caller), operations),
             headers={"Cache-Control": "no-store"},
         )
 
@@ -96,11 +104,11 @@ def access_routes(
             before_id=params.cursor,
         )
         page = await watched(lambda: audit.entries(query))
-        return JSONResponse(
-            {
-                "entries": [_entry_json(e) for e in page.entries],
-                "next_cursor": None if page.next_before_id is None else str(page.next_before_id),
-            }
+        return AnswerResponse(
+            AuditPageBody(
+                entries=[_entry_body(e) for e in page.entries],
+                next_cursor=None if page.next_before_id is None else str(page.next_before_id),
+            )
         )
 
     return [
@@ -112,44 +120,45 @@ def access_routes(
     ]
 
 
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()
+def key_body(key: ApiKey) -> ApiKeyBody:
+    return ApiKeyBody(
+        key_id=key.key_id,
+        name=key.name,
+        org_id=key.org_id,
+        scopes=sorted_scopes(key.scopes),
+        created_at=key.created_at,
+        last_used_at=key.last_used_at,
+        revoked_at=key.revoked_at,
+        expires_at=key.expires_at,
+    )
 
 
-def key_json(key: ApiKey) -> dict[str, Any]:
-    return {
-        "key_id": key.key_id,
-        "name": key.name,
-        "org_id": key.org_id,
-        "scopes": sorted_scopes(key.scopes),
-        "created_at": _iso(key.created_at),
-        "last_used_at": _iso(key.last_used_at),
-        "revoked_at": _iso(key.revoked_at),
-        "expires_at": _iso(key.expires_at),
-    }
+def new_key_body(key: ApiKey, secret: str) -> NewApiKeyBody:
+    """A key just created, with its secret (in this answer only)."""
+    return NewApiKeyBody(**dict(key_body(key)), secret=secret)
 
 
-def own_key_json(key: OwnKey, operations: list[str]) -> dict[str, Any]:
-    return {
-        "key_id": key.key_id,
-        "name": key.name,
-        "source": key.source.value,
-        "org_id": key.org_id,
-        "scopes": sorted_scopes(key.scopes),
-        "created_at": _iso(key.created_at),
-        "expires_at": _iso(key.expires_at),
-        "operations": operations,
-    }
+def own_key_body(key: OwnKey, operations: list[str]) -> OwnApiKeyBody:
+    return OwnApiKeyBody(
+        key_id=key.key_id,
+        name=key.name,
+        source=key.source.value,
+        org_id=key.org_id,
+        scopes=sorted_scopes(key.scopes),
+        created_at=key.created_at,
+        expires_at=key.expires_at,
+        operations=operations,
+    )
 
 
-def _entry_json(entry: AuditEntry) -> dict[str, Any]:
-    return {
-        "id": str(entry.id),
-        "recorded_at": entry.recorded_at.isoformat(),
-        "actor": {"key_id": entry.actor.key_id, "name": entry.actor.name},
-        "action": entry.action,
-        "org_id": entry.org_id,
-        "target": entry.target,
-        "before": entry.before,
-        "after": entry.after,
-    }
+def _entry_body(entry: AuditEntry) -> AuditEntryBody:
+    return AuditEntryBody(
+        id=str(entry.id),
+        recorded_at=entry.recorded_at,
+        actor=AuditActorBody(key_id=entry.actor.key_id, name=entry.actor.name),
+        action=entry.action,
+        org_id=entry.org_id,
+        target=entry.target,
+        before=entry.before,
+        after=entry.after,
+    )

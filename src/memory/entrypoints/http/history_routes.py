@@ -6,11 +6,8 @@ worker thread (it does database and model I/O), and shape the JSON answer.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
-
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from memory.application.access.service import actor_of
@@ -30,14 +27,46 @@ from memory.contract.history_requests import (
     SearchParams,
     SweepBody,
 )
+from memory.contract.responses import (
+    ErasureBody,
+    FlagSourceBody,
+    GlobalFlagBody,
+    GlobalFlagsBody,
+    HistoryHitBody,
+    HistorySearchBody,
+    IngestReceiptBody,
+    LagBody,
+    LateCatchUpBody,
+    OrgDirectoryBody,
+    OrgErasureBody,
+    OrgFlagBody,
+    OrgFlagEntryBody,
+    OrgFlagsBody,
+    OrgRetentionBody,
+    OrgSummaryBody,
+    OrgSweepSummaryBody,
+    PartitionStatusBody,
+    PoisonEventBody,
+    PoisonWindowBody,
+    PositionBody,
+    PurgeBody,
+    RetentionBodyOut,
+    StallBody,
+    SweepReportBody,
+    SweepStatusBody,
+    WatermarkBody,
+)
 from memory.domain.access.scopes import Scope
 from memory.domain.audit.admin_action import Actor
+from memory.domain.history.feature_flags import FlagSource
 from memory.domain.history.position import SweepPosition
 from memory.domain.history.search import (
     HistoryHit,
     HistoryQuery,
+    HistorySearchResult,
 )
 from memory.entrypoints.http.access import Access, AccessTable, api_key, visible_orgs
+from memory.entrypoints.http.answer import AnswerResponse
 from memory.entrypoints.http.database_stall import watched
 from memory.entrypoints.http.parsing import (
     parse_body,
@@ -79,12 +108,10 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         body = await parse_body(request, IngestBody)
         events = [e.to_domain() for e in body.events]
         result = await watched(lambda: service.ingest(org_id, events))
-        return JSONResponse(
-            {
-                "event_ids": result.event_ids,
-                "inserted": result.inserted,
-                "duplicates": result.duplicates,
-            },
+        return AnswerResponse(
+            IngestReceiptBody(
+                event_ids=result.event_ids, inserted=result.inserted, duplicates=result.duplicates
+            ),
             201,
         )
 
@@ -100,23 +127,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
             until=params.until,
         )
         result = await watched(lambda: service.search(org_id, query))
-        body: dict[str, Any] = {
-            "results": [_hit(h) for h in result.hits],
-            "semantic": result.semantic.value,
-            "org_known": result.org_known,
-        }
-        if result.model is not None:
-            body["model"] = result.model
-        if result.semantic_off_by is not None:
-            off = result.semantic_off_by
-            body["semantic_off_by"] = {
-                "flag": off.flag,
-                "layer": off.layer,
-                "default": off.default,
-            }
-        if result.pending_windows is not None:
-            body["pending_windows"] = result.pending_windows
-        return JSONResponse(body)
+        return AnswerResponse(_search_body(result))
 
     async def list_orgs(request: Request) -> Response:
         params = parse_query(request, OrgListingParams)
@@ -126,8 +137,10 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
                 limit=params.limit, prefix=params.prefix, cursor=params.cursor, visible=visible
             )
         )
-        return JSONResponse(
-            {"orgs": [_org_summary(o) for o in page.orgs], "next_cursor": page.next_cursor}
+        return AnswerResponse(
+            OrgDirectoryBody(
+                orgs=[_org_summary(o) for o in page.orgs], next_cursor=page.next_cursor
+            )
         )
 
     async def sweep(request: Request) -> Response:
@@ -137,23 +150,35 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         report = await watched(
             lambda: service.sweep(body.org_id, trigger="api", wait_for_locks=True, actor=actor)
         )
-        return JSONResponse(report.summary())
+        return AnswerResponse(
+            SweepReportBody(
+                windows_embedded=report.windows_embedded,
+                windows_skipped=report.windows_skipped,
+                windows_poisoned=report.windows_poisoned,
+                windows_open=report.windows_open,
+                events_poisoned=report.events_poisoned,
+                partitions=report.partitions,
+                partitions_stalled=report.partitions_stalled,
+                partitions_busy=report.partitions_busy,
+                partitions_interrupted=report.partitions_interrupted,
+            )
+        )
 
     async def sweep_status(request: Request) -> Response:
         org_id = _org(request)
         status = await watched(lambda: service.sweep_status(org_id))
-        return JSONResponse(
-            {
-                "org_id": status.org_id,
-                "model": status.model,
-                "semantic_search": status.semantic_search,
-                "partitions": [_partition_status(s) for s in status.partitions],
-            }
+        return AnswerResponse(
+            SweepStatusBody(
+                org_id=status.org_id,
+                model=status.model,
+                semantic_search=status.semantic_search,
+                partitions=[_partition_status(s) for s in status.partitions],
+            )
         )
 
     async def list_global_flags(request: Request) -> Response:
         flags = await watched(service.global_flags)
-        return JSONResponse({"flags": [_global_flag(f) for f in flags]})
+        return AnswerResponse(GlobalFlagsBody(flags=[_global_flag(f) for f in flags]))
 
     async def global_flag(request: Request) -> Response:
         flag = _flag(request)
@@ -164,18 +189,16 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
             )
         else:
             found = await watched(lambda: service.global_flag(flag))
-        return JSONResponse(_global_flag(found))
+        return AnswerResponse(_global_flag(found))
 
     async def list_org_flags(request: Request) -> Response:
         org_id = _org(request)
         flags = await watched(lambda: service.org_flags(org_id))
         semantic = await watched(lambda: service.semantic_search(org_id))
-        return JSONResponse(
-            {
-                "org_id": org_id,
-                "flags": [_org_flag(f) for f in flags],
-                "semantic_search": semantic,
-            }
+        return AnswerResponse(
+            OrgFlagsBody(
+                org_id=org_id, flags=[_org_flag(f) for f in flags], semantic_search=semantic
+            )
         )
 
     async def org_flag(request: Request) -> Response:
@@ -192,7 +215,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
             )
         else:
             found = await watched(lambda: service.org_flag(org_id, flag))
-        return JSONResponse({"org_id": org_id, **_org_flag(found)})
+        return AnswerResponse(_org_flag_of(org_id, found))
 
     async def retention(request: Request) -> Response:
         org_id = _org(request)
@@ -203,7 +226,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
             )
         else:
             found = await watched(lambda: service.retention(org_id))
-        return JSONResponse(_retention(found))
+        return AnswerResponse(_retention(found))
 
     async def erase_events(request: Request) -> Response:
         org_id = _org(request)
@@ -214,24 +237,26 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
                 org_id, event_ids=body.event_ids, sender=body.sender, actor=actor
             )
         )
-        return JSONResponse(
-            {"events_deleted": report.events_deleted, "windows_deleted": report.windows_deleted}
+        return AnswerResponse(
+            ErasureBody(
+                events_deleted=report.events_deleted, windows_deleted=report.windows_deleted
+            )
         )
 
     async def erase_org(request: Request) -> Response:
         org_id = _org(request)
         actor = _actor(request)
         report = await watched(lambda: service.erase_org(org_id, actor=actor))
-        return JSONResponse(
-            {
-                "org_id": report.org_id,
-                "events_deleted": report.events_deleted,
-                "windows_deleted": report.windows_deleted,
-                "partitions_deleted": report.partitions_deleted,
-                "watermarks_closed": report.watermarks_closed,
-                "flags_deleted": report.flags_deleted,
-                "retention_deleted": report.retention_deleted,
-            }
+        return AnswerResponse(
+            OrgErasureBody(
+                org_id=report.org_id,
+                events_deleted=report.events_deleted,
+                windows_deleted=report.windows_deleted,
+                partitions_deleted=report.partitions_deleted,
+                watermarks_closed=report.watermarks_closed,
+                flags_deleted=report.flags_deleted,
+                retention_deleted=report.retention_deleted,
+            )
         )
 
     async def purge(request: Request) -> Response:
@@ -239,12 +264,12 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         body = await parse_body(request, SweepBody) if raw.strip() else SweepBody()
         actor = _actor(request)
         report = await watched(lambda: service.purge(body.org_id, actor=actor))
-        return JSONResponse(
-            {
-                "orgs": report.orgs,
-                "events_deleted": report.events_deleted,
-                "embeddings_deleted": report.embeddings_deleted,
-            }
+        return AnswerResponse(
+            PurgeBody(
+                orgs=report.orgs,
+                events_deleted=report.events_deleted,
+                embeddings_deleted=report.embeddings_deleted,
+            )
         )
 
     org = ORG
@@ -278,123 +303,146 @@ def _flag(request: Request) -> str:
     return validate(FlagPath, {"flag": request.path_params["flag"]}).flag
 
 
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()
-
-
-def _position(position: SweepPosition | None) -> dict[str, Any] | None:
+def _position(position: SweepPosition | None) -> PositionBody | None:
     if position is None:
         return None
-    return {"occurred_at": position.occurred_at.isoformat(), "event_id": position.event_id}
+    return PositionBody(occurred_at=position.occurred_at, event_id=position.event_id)
 
 
-def _hit(hit: HistoryHit) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "event_id": hit.event_id,
-        "provider": hit.provider,
-        "channel_id": hit.channel_id,
-        "sender": hit.sender,
-        "text": hit.text,
-        "occurred_at": hit.occurred_at.isoformat(),
-        "matched_by": hit.matched_by.value,
-    }
-    if hit.similarity is not None:
-        out["similarity"] = round(hit.similarity, 6)
-    if hit.window_id is not None:
-        out["window_id"] = str(hit.window_id)
-    return out
+def _flag_source(source: FlagSource) -> FlagSourceBody:
+    return FlagSourceBody(flag=source.flag, layer=source.layer, default=source.default)
 
 
-def _partition_status(status: PartitionStatus) -> dict[str, Any]:
+def _search_body(result: HistorySearchResult) -> HistorySearchBody:
+    return HistorySearchBody(
+        results=[_hit(h) for h in result.hits],
+        semantic=result.semantic.value,
+        org_known=result.org_known,
+        model=result.model,
+        semantic_off_by=(
+            None if result.semantic_off_by is None else _flag_source(result.semantic_off_by)
+        ),
+        pending_windows=result.pending_windows,
+    )
+
+
+def _hit(hit: HistoryHit) -> HistoryHitBody:
+    return HistoryHitBody(
+        event_id=hit.event_id,
+        provider=hit.provider,
+        channel_id=hit.channel_id,
+        sender=hit.sender,
+        text=hit.text,
+        occurred_at=hit.occurred_at,
+        matched_by=hit.matched_by.value,
+        similarity=None if hit.similarity is None else round(hit.similarity, 6),
+        window_id=hit.window_id,
+    )
+
+
+def _partition_status(status: PartitionStatus) -> PartitionStatusBody:
     mark = status.mark
     late = None
     if mark.late is not None:
-        late = {"horizon_seq": mark.late.horizon_seq, "cursor": _position(mark.late.cursor)}
-    return {
-        "provider": status.partition.provider,
-        "channel_id": status.partition.channel_id,
-        "model": status.model,
-        "watermark": {
-            "position": _position(mark.position),
-            "seen_seq": mark.seen_seq,
-            "late_catch_up": late,
-        },
-        "lag": {
-            "events": status.lag_events,
-            "oldest_closed_window_age_seconds": status.oldest_closed_window_age_seconds,
-        },
-        "open_windows": status.open_windows,
-        "windows_embedded": status.windows_embedded,
-        "windows_skipped": status.windows_skipped,
-        "poison_windows": [
-            {
-                "window_id": str(p.window_id),
-                "first": _position(p.first),
-                "last": _position(p.last),
-                "message_count": p.message_count,
-                "reason": p.reason,
-                "recorded_at": p.recorded_at.isoformat(),
-            }
+        late = LateCatchUpBody(
+            horizon_seq=mark.late.horizon_seq, cursor=_position(mark.late.cursor)
+        )
+    return PartitionStatusBody(
+        provider=status.partition.provider,
+        channel_id=status.partition.channel_id,
+        model=status.model,
+        watermark=WatermarkBody(
+            position=_position(mark.position), seen_seq=mark.seen_seq, late_catch_up=late
+        ),
+        lag=LagBody(
+            events=status.lag_events,
+            oldest_closed_window_age_seconds=status.oldest_closed_window_age_seconds,
+        ),
+        open_windows=status.open_windows,
+        windows_embedded=status.windows_embedded,
+        windows_skipped=status.windows_skipped,
+        poison_windows=[
+            PoisonWindowBody(
+                window_id=p.window_id,
+                first=_position(p.first),
+                last=_position(p.last),
+                message_count=p.message_count,
+                reason=p.reason,
+                recorded_at=p.recorded_at,
+            )
             for p in status.poison_windows
         ],
-        "poison_events": [
-            {
-                "event_id": p.event_id,
-                "occurred_at": p.occurred_at,
-                "reason": p.reason,
-                "recorded_at": p.recorded_at.isoformat(),
-            }
+        poison_events=[
+            PoisonEventBody(
+                event_id=p.event_id,
+                occurred_at=p.occurred_at,
+                reason=p.reason,
+                recorded_at=p.recorded_at,
+            )
             for p in status.poison_events
         ],
-        "stalled": status.stalled,
-        "last_stall": (
-            {"reason": status.last_stall_reason, "at": _iso(status.last_stall_at)}
+        stalled=status.stalled,
+        last_stall=(
+            StallBody(reason=status.last_stall_reason, at=status.last_stall_at)
             if status.last_stall_reason is not None
             else None
         ),
-        "last_advanced_at": _iso(status.last_advanced_at),
-    }
+        last_advanced_at=status.last_advanced_at,
+    )
 
 
-def _org_summary(org: OrgSummary) -> dict[str, Any]:
-    by = org.semantic_search_by
-    return {
-        "org_id": org.org_id,
-        "semantic_search": org.semantic_search,
-        "semantic_search_by": {"flag": by.flag, "layer": by.layer, "default": by.default},
-        "retention": {"days": org.retention_days, "default": org.retention_default},
-        "partitions": org.partitions,
-        "messages": org.messages,
-        "sweep": {
-            "open_windows": org.open_windows,
-            "poison_windows": org.poison_windows,
-            "poison_events": org.poison_events,
-            "max_lag_seconds": (
+def _org_summary(org: OrgSummary) -> OrgSummaryBody:
+    return OrgSummaryBody(
+        org_id=org.org_id,
+        semantic_search=org.semantic_search,
+        semantic_search_by=_flag_source(org.semantic_search_by),
+        retention=OrgRetentionBody(days=org.retention_days, default=org.retention_default),
+        partitions=org.partitions,
+        messages=org.messages,
+        sweep=OrgSweepSummaryBody(
+            open_windows=org.open_windows,
+            poison_windows=org.poison_windows,
+            poison_events=org.poison_events,
+            max_lag_seconds=(
                 None if org.max_lag_seconds is None else round(org.max_lag_seconds, 3)
             ),
-            "last_embedded_at": _iso(org.last_embedded_at),
-            "last_swept_at": _iso(org.last_swept_at),
-        },
-    }
+            last_embedded_at=org.last_embedded_at,
+            last_swept_at=org.last_swept_at,
+        ),
+    )
 
 
-def _global_flag(flag: GlobalFlag) -> dict[str, Any]:
-    return {
-        "flag": flag.flag,
-        "enabled": flag.enabled,
-        "default": flag.default,
-        "set": flag.is_set,
-    }
+def _global_flag(flag: GlobalFlag) -> GlobalFlagBody:
+    return GlobalFlagBody(
+        flag=flag.flag, enabled=flag.enabled, default=flag.default, set=flag.is_set
+    )
 
 
-def _org_flag(flag: OrgFlag) -> dict[str, Any]:
-    return {
-        "flag": flag.flag,
-        "global": flag.global_enabled,
-        "org": flag.org_override,
-        "effective": flag.effective,
-    }
+def _org_flag(flag: OrgFlag) -> OrgFlagEntryBody:
+    # `global` is a Python keyword: the field is `global_`, on the wire by its alias.
+    return OrgFlagEntryBody.model_validate(
+        {
+            "flag": flag.flag,
+            "global": flag.global_enabled,
+            "org": flag.org_override,
+            "effective": flag.effective,
+        }
+    )
 
 
-def _retention(retention: Retention) -> dict[str, Any]:
-    return {"org_id": retention.org_id, "days": retention.days, "default": retention.is_default}
+def _org_flag_of(org_id: str, flag: OrgFlag) -> OrgFlagBody:
+    return OrgFlagBody.model_validate(
+        {
+            "org_id": org_id,
+            "flag": flag.flag,
+            "global": flag.global_enabled,
+            "org": flag.org_override,
+            "effective": flag.effective,
+        }
+    )
+
+
+def _retention(retention: Retention) -> RetentionBodyOut:
+    return RetentionBodyOut(
+        org_id=retention.org_id, days=retention.days, default=retention.is_default
+    )

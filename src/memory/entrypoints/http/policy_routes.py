@@ -17,12 +17,11 @@ observers'. Errors become HTTP statuses in `memory.entrypoints.http.errors` only
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from memory.application.access.service import actor_of
@@ -39,12 +38,22 @@ from memory.contract.policy_requests import (
     StoreBody,
     UpdateBody,
 )
+from memory.contract.responses import (
+    PolicyDocumentBody,
+    PolicyPageBody,
+    PolicySearchBody,
+    PolicyVersionBody,
+    PolicyVersionsBody,
+    SearchResultBody,
+    StoredPolicyBody,
+    StoreReceiptBody,
+)
 from memory.domain.access.scopes import Scope
 from memory.domain.policy.listing import StoredPolicy
-from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.search import PolicyDocument, SimilarityResult
 from memory.domain.policy.versions import PolicyVersion
 from memory.entrypoints.http.access import Access, AccessTable, api_key
+from memory.entrypoints.http.answer import AnswerResponse
 from memory.entrypoints.http.database_stall import watched
 from memory.entrypoints.http.parsing import parse_body, parse_path, parse_query
 
@@ -69,8 +78,8 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
         receipt: StoreReceipt = await watched(
             lambda: service.store(body.policy_id, body.content, body.metadata)
         )
-        return JSONResponse(
-            _receipt_json(receipt),
+        return AnswerResponse(
+            _receipt_body(receipt),
             201,
             headers={"Location": f"/v1/embeddings/{receipt.embedding_ref}"},
         )
@@ -81,12 +90,12 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
         receipt: StoreReceipt = await watched(
             lambda: service.update(policy_id, body.content, body.metadata)
         )
-        return JSONResponse(_receipt_json(receipt), 200)
+        return AnswerResponse(_receipt_body(receipt))
 
     async def get(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
         policy = await watched(lambda: service.get(policy_id))
-        return JSONResponse(policy_json(policy))
+        return AnswerResponse(policy_body(policy))
 
     async def list_policies(request: Request) -> Response:
         listing = parse_query(request, PolicyListing)
@@ -99,8 +108,10 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
                 updated_since=listing.updated_since,
             )
         )
-        return JSONResponse(
-            {"policies": [policy_json(p) for p in page.policies], "next_cursor": page.next_cursor}
+        return AnswerResponse(
+            PolicyPageBody(
+                policies=[policy_body(p) for p in page.policies], next_cursor=page.next_cursor
+            )
         )
 
     async def delete(request: Request) -> Response:
@@ -112,8 +123,8 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
     async def versions(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
         history = await watched(lambda: service.versions(policy_id))
-        return JSONResponse(
-            {"policy_id": policy_id, "versions": [_version_json(v) for v in history]}
+        return AnswerResponse(
+            PolicyVersionsBody(policy_id=policy_id, versions=[_version_body(v) for v in history])
         )
 
     async def search(request: Request) -> Response:
@@ -130,13 +141,13 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
                 filter=body.filter,
             ),
         )
-        return JSONResponse(
-            {
-                "results": [_result_json(r) for r in answer.results],
-                "next_cursor": answer.next_cursor,
-                "model": answer.model,
-                "similarity_threshold": answer.threshold,
-            },
+        return AnswerResponse(
+            PolicySearchBody(
+                results=[_result_body(r) for r in answer.results],
+                next_cursor=answer.next_cursor,
+                model=answer.model,
+                similarity_threshold=answer.threshold,
+            ),
             headers={
                 "Server-Timing": (
                     f"embed;dur={answer.embed_seconds * 1000:.3f}, "
@@ -152,7 +163,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
             search_timeout,
             lambda: service.get_by_embedding(ref, origin=lookup.origin, query=lookup.query),
         )
-        return JSONResponse(_document_json(document, lookup.origin == "search"))
+        return AnswerResponse(_document_body(document, lookup.origin == "search"))
 
     return [
         Route("/v1/policies", store, methods=["POST"]),
@@ -178,77 +189,70 @@ async def _within(seconds: float, run: Callable[[], T]) -> T:
     )
 
 
-def _iso(value: datetime) -> str:
-    return value.isoformat()
+def _receipt_body(receipt: StoreReceipt) -> StoreReceiptBody:
+    return StoreReceiptBody(
+        policy_id=receipt.policy_id,
+        embedding_ref=receipt.embedding_ref,
+        version=receipt.version,
+        model=receipt.model,
+        dimensions=receipt.dimensions,
+        stored_at=receipt.stored_at,
+        searchable=receipt.searchable,
+    )
 
 
-def _receipt_json(receipt: StoreReceipt) -> dict[str, Any]:
-    return {
-        "policy_id": receipt.policy_id,
-        "embedding_ref": str(receipt.embedding_ref),
-        "version": receipt.version,
-        "model": receipt.model,
-        "dimensions": receipt.dimensions,
-        "stored_at": _iso(receipt.stored_at),
-        "searchable": receipt.searchable,
-    }
+def _version_body(version: PolicyVersion) -> PolicyVersionBody:
+    return PolicyVersionBody(
+        version=version.version,
+        embedding_ref=version.embedding_ref,
+        model=version.model,
+        content_sha256=version.content_sha256,
+        metadata=version.metadata.to_json(),
+        recorded_at=version.recorded_at,
+        change=version.change.value,
+    )
 
 
-def _version_json(version: PolicyVersion) -> dict[str, Any]:
-    return {
-        "version": version.version,
-        "embedding_ref": str(version.embedding_ref),
-        "model": version.model,
-        "content_sha256": version.content_sha256,
-        "metadata": version.metadata.to_json(),
-        "recorded_at": _iso(version.recorded_at),
-        "change": version.change.value,
-    }
-
-
-def policy_json(policy: StoredPolicy) -> dict[str, Any]:
+def policy_body(policy: StoredPolicy) -> StoredPolicyBody:
     """A stored policy as `GET /v1/policies/{policy_id}` and `memory policies get` show it."""
-    return {
-        "policy_id": policy.policy_id,
-        "embedding_ref": str(policy.embedding_ref),
-        "version": policy.version,
-        "model": policy.model,
-        **_described(policy.metadata),
-        "tags": list(policy.metadata.tags),
-        "metadata": policy.metadata.to_json(),
-        "content": policy.content,
-        "stored_at": _iso(policy.stored_at),
-        "updated_at": _iso(policy.updated_at),
-    }
+    return StoredPolicyBody(
+        policy_id=policy.policy_id,
+        embedding_ref=policy.embedding_ref,
+        version=policy.version,
+        model=policy.model,
+        title=policy.metadata.title,
+        source=policy.metadata.source,
+        tags=list(policy.metadata.tags),
+        metadata=policy.metadata.to_json(),
+        content=policy.content,
+        stored_at=policy.stored_at,
+        updated_at=policy.updated_at,
+    )
 
 
-def _described(metadata: PolicyMetadata) -> dict[str, Any]:
-    return {"title": metadata.title, "source": metadata.source}
+def _result_body(result: SimilarityResult) -> SearchResultBody:
+    return SearchResultBody(
+        embedding_ref=result.embedding_ref,
+        policy_id=result.policy_id,
+        version=result.version,
+        similarity=result.similarity,
+        title=result.metadata.title,
+        source=result.metadata.source,
+        tags=list(result.metadata.tags),
+        metadata=result.metadata.to_json(),
+        timestamp=result.timestamp,
+    )
 
 
-def _result_json(result: SimilarityResult) -> dict[str, Any]:
-    return {
-        "embedding_ref": str(result.embedding_ref),
-        "policy_id": result.policy_id,
-        "version": result.version,
-        "similarity": result.similarity,
-        **_described(result.metadata),
-        "tags": list(result.metadata.tags),
-        "metadata": result.metadata.to_json(),
-        "timestamp": _iso(result.timestamp),
-    }
-
-
-def _document_json(document: PolicyDocument, with_similarity: bool) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "embedding_ref": str(document.embedding_ref),
-        "policy_id": document.policy_id,
-        "version": document.version,
-        **_described(document.metadata),
-        "content": document.content,
-        "timestamp": _iso(document.timestamp),
-        "metadata": document.metadata.to_json(),
-    }
-    if with_similarity:
-        body["similarity"] = document.similarity
-    return body
+def _document_body(document: PolicyDocument, with_similarity: bool) -> PolicyDocumentBody:
+    return PolicyDocumentBody(
+        embedding_ref=document.embedding_ref,
+        policy_id=document.policy_id,
+        version=document.version,
+        title=document.metadata.title,
+        source=document.metadata.source,
+        content=document.content,
+        timestamp=document.timestamp,
+        metadata=document.metadata.to_json(),
+        similarity=document.similarity if with_similarity else None,
+    )
