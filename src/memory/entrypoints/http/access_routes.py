@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 from memory.application.access.service import AccessService, OwnKey
 from memory.application.audit.ports import (
     AuditEntry,
+    AuditPage,
     AuditQuery,
     AuditTrail,
 )
@@ -104,12 +105,7 @@ def access_routes(
             before_id=params.cursor,
         )
         page = await watched(lambda: audit.entries(query))
-        return AnswerResponse(
-            AuditPageBody(
-                entries=[_entry_body(e) for e in page.entries],
-                next_cursor=None if page.next_before_id is None else str(page.next_before_id),
-            )
-        )
+        return AnswerResponse(audit_page_body(page))
 
     return [
         Route("/v1/api-keys", create, methods=["POST"]),
@@ -148,6 +144,14 @@ def own_key_body(key: OwnKey, operations: list[str]) -> OwnApiKeyBody:
         created_at=key.created_at,
         expires_at=key.expires_at,
         operations=operations,
+    )
+
+
+def audit_page_body(page: AuditPage) -> AuditPageBody:
+    """The answer of `GET /v1/audit` (also what bench/answers.py renders)."""
+    return AuditPageBody(
+        entries=[_entry_body(e) for e in page.entries],
+        next_cursor=None if page.next_before_id is None else str(page.next_before_id),
     )
 
 

@@ -142,12 +142,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
             ),
         )
         return AnswerResponse(
-            PolicySearchBody(
-                results=[_result_body(r) for r in answer.results],
-                next_cursor=answer.next_cursor,
-                model=answer.model,
-                similarity_threshold=answer.threshold,
-            ),
+            search_body(answer),
             headers={
                 "Server-Timing": (
                     f"embed;dur={answer.embed_seconds * 1000:.3f}, "
@@ -227,6 +222,16 @@ def policy_body(policy: StoredPolicy) -> StoredPolicyBody:
         content=policy.content,
         stored_at=policy.stored_at,
         updated_at=policy.updated_at,
+    )
+
+
+def search_body(answer: SearchAnswer) -> PolicySearchBody:
+    """The answer of `POST /v1/policies/search` (also what bench/answers.py renders)."""
+    return PolicySearchBody(
+        results=[_result_body(r) for r in answer.results],
+        next_cursor=answer.next_cursor,
+        model=answer.model,
+        similarity_threshold=answer.threshold,
     )
 
 
