@@ -102,3 +102,31 @@ async def test_an_expiry_out_of_bounds_is_422_naming_the_field_and_creates_nothi
         fields = [f["field"] for f in refused.json()["error"]["details"]["fields"]]
         assert field in fields
         assert (await running.admin.get("/v1/api-keys")).json()["keys"] == keys_before
+
+
+async def test_a_new_key_with_type_and_rule_errors_names_every_field_and_creates_nothing(
+    full_app: FullApp,
+) -> None:
+    """A field of the wrong type no longer hides the rules the other fields break."""
+    async with full_app() as running:
+        before = (await running.admin.get("/v1/api-keys")).json()["keys"]
+        past = (datetime.now(UTC) - timedelta(days=1)).isoformat()
+        refused = await running.admin.post(
+            "/v1/api-keys",
+            json={"name": 5, "scopes": ["history:read", "root"], "expires_at": past},
+        )
+        assert refused.status_code == 422, refused.text
+        problems = {f["field"]: f["reason"] for f in refused.json()["error"]["details"]["fields"]}
+        assert set(problems) == {"name", "scopes", "expires_at"}
+        assert "unknown scope 'root'" in problems["scopes"]
+        assert problems["expires_at"] == "must be in the future"
+
+        rules_only = await running.admin.post(
+            "/v1/api-keys",
+            json={"name": " ", "scopes": ["root"], "expires_in_days": MAX_KEY_LIFETIME_DAYS},
+        )
+        fields = {f["field"] for f in rules_only.json()["error"]["details"]["fields"]}
+        assert (rules_only.status_code, fields) == (422, {"name", "scopes"})
+        assert (await running.admin.get("/v1/api-keys")).json()["keys"] == before
+        audit = (await running.admin.get("/v1/audit")).json()["entries"]
+        assert not [e for e in audit if e["action"] == "api_key.created"]

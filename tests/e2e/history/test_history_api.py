@@ -498,3 +498,40 @@ async def test_erasure_endpoints(history_app, event) -> None:
         }
         after = (await client.get("/v1/orgs/acme/history/search", params={"q": "reset"})).json()
         assert after["results"] == []
+
+
+async def test_type_errors_and_rule_errors_are_named_in_one_422_and_change_nothing(
+    history_app, event
+) -> None:
+    """A field of the wrong type no longer hides the rules the other fields break."""
+    async with history_app() as client:
+        in_a_year = event("from the future", minutes_ago=-60 * 24 * 365, event_id="f1")
+        wrong_type = {**event("fine otherwise", event_id="t1"), "text": 5}
+        ingested = await client.post(
+            "/v1/orgs/acme/chat-events", json={"events": [in_a_year, wrong_type]}
+        )
+        assert ingested.status_code == 422, ingested.text
+        assert set(fields(ingested)) == {"events.0.occurred_at", "events.1.text"}
+        bad_org = await client.post("/v1/orgs/ACME!/chat-events", json={"events": [in_a_year]})
+        assert set(fields(bad_org)) == {"org_id", "events.0.occurred_at"}
+        searched = await client.get("/v1/orgs/acme/history/search", params={"q": "future"})
+        assert searched.json()["results"] == [] and searched.json()["org_known"] is False
+
+        next_year = in_a_year["occurred_at"]
+        search = await client.get(
+            "/v1/orgs/acme/history/search", params={"q": "x", "limit": "ten", "since": next_year}
+        )
+        assert search.status_code == 422, search.text
+        assert set(fields(search)) == {"limit", "since"}
+
+        flag_url = "/v1/orgs/ACME!/feature-flags/digital_worker_semantic_search"
+        flag = await client.put(flag_url, json={"enabled": "yes"})
+        assert flag.status_code == 422, flag.text
+        assert set(fields(flag)) == {"org_id", "enabled"}
+        retention = await client.put("/v1/orgs/ACME!/retention", json={"days": "30"})
+        assert set(fields(retention)) == {"org_id", "days"}
+        out_of_range = await client.put("/v1/orgs/ACME!/retention", json={"days": 0})
+        assert set(fields(out_of_range)) == {"org_id", "days"}
+        assert (await client.get("/v1/orgs/acme/retention")).json()["default"] is True
+        org_flags = (await client.get("/v1/orgs/acme/feature-flags")).json()["flags"]
+        assert all(f["org"] is None for f in org_flags)

@@ -544,3 +544,47 @@ async def test_a_store_with_several_bad_fields_names_every_one(policy_app: Any) 
         )
         assert fields_of(stored) == {"policy_id", "content", "metadata.title", "metadata.tags"}
         assert (await client.get("/v1/policies")).json()["policies"] == []
+
+
+async def test_type_errors_and_rule_errors_are_named_in_one_422_and_change_nothing(
+    policy_app: Any,
+) -> None:
+    """A field of the wrong type no longer hides the rules the other fields break."""
+    async with policy_app() as client:
+        stored = await client.post(
+            "/v1/policies",
+            json={"policy_id": "bad id!", "content": 5, "metadata": {"tags": "x"}},
+        )
+        assert fields_of(stored) == {"policy_id", "content", "metadata.tags"}
+        assert (await client.get("/v1/policies")).json()["policies"] == []
+
+        assert (await client.post("/v1/policies", json=POLICY)).status_code == 201
+        updated = await client.put(
+            "/v1/policies/travel-eu", json={"content": ["no"], "metadata": {"title": 7}}
+        )
+        assert fields_of(updated) == {"content", "metadata.title"}
+        badly_named = await client.put("/v1/policies/bad id!", json={"content": 5})
+        assert fields_of(badly_named) == {"policy_id", "content"}
+        assert (await client.get("/v1/policies/travel-eu/versions")).json()["versions"][-1][
+            "version"
+        ] == 1
+
+        search = await client.post(
+            "/v1/policies/search",
+            json={
+                "query": "travel",
+                "limit": "10",
+                "similarity_threshold": 5,
+                "filter": {"colour": "red"},
+            },
+        )
+        assert fields_of(search) == {"limit", "similarity_threshold", "filter.colour"}
+        message = error_of(search)["message"]
+        assert "limit: Input should be a valid integer" in message
+        assert "similarity_threshold: must be a number between 0 and 1, got 5" in message
+
+        future = (datetime.now(UTC) + timedelta(days=2)).isoformat()
+        listing = await client.get(
+            "/v1/policies", params={"limit": "ten", "tag": "", "updated_since": future}
+        )
+        assert fields_of(listing) == {"limit", "tag", "updated_since"}

@@ -6,10 +6,16 @@ from pydantic import BaseModel
 from starlette.requests import Request
 
 from memory.client import InvalidRequest, MemoryClient
-from memory.contract.history_requests import IngestBody
+from memory.contract.history_requests import IngestBody, OrgPath
 from memory.contract.input import Instant, QueryInt, QueryParams, StrictBody
+from memory.domain.errors import InvalidInput
 from memory.entrypoints.http.errors import RequestInvalid
-from memory.entrypoints.http.parsing import parse_body, validate
+from memory.entrypoints.http.parsing import (
+    RequestChecks,
+    parse_body,
+    validate,
+    well_typed_items,
+)
 
 
 class Body(BaseModel):
@@ -188,3 +194,82 @@ def test_a_422_message_names_the_first_five_failing_fields_and_details_list_all(
         client.ingest("acme", [{}, {}])
     assert refused.value.message == caught.value.message
     assert refused.value.details == {"fields": fields}
+
+
+class Threshold(StrictBody):
+    query: str
+    threshold: float
+    limit: int | None = None
+
+
+def checked_request(body: bytes) -> Request:
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    scope = {"type": "http", "method": "POST", "headers": [], "path_params": {"org_id": "B A D"}}
+    return Request(scope, receive)
+
+
+def test_one_422_names_the_type_errors_and_the_rules_the_well_typed_fields_break() -> None:
+    seen: list[dict[str, object]] = []
+
+    def rules() -> None:
+        seen.append(dict(checks.valid))
+        checks_of_rules = [("threshold", "must be between 0 and 1"), ("query", "too short")]
+        raise InvalidInput.every([InvalidInput(f, r) for f, r in checks_of_rules])
+
+    checks = RequestChecks()
+
+    async def run() -> Threshold | None:
+        return await checks.body(
+            checked_request(b'{"query": 5, "threshold": 7.5, "limit": 3}'), Threshold
+        )
+
+    assert anyio.run(run) is None
+    checks.rules(rules)
+    # The query's rule is not checked against a value of the wrong type.
+    assert seen == [{"threshold": 7.5, "limit": 3}]
+    with pytest.raises(RequestInvalid) as refused:
+        checks.raise_any()
+    assert refused.value.details["fields"] == [
+        {"field": "query", "reason": "Input should be a valid string"},
+        {"field": "threshold", "reason": "must be between 0 and 1"},
+    ]
+
+
+def test_path_problems_join_the_bodys_and_rules_run_only_after_a_failure() -> None:
+    checks = RequestChecks()
+    request = checked_request(b'{"query": "q", "threshold": 0.5}')
+
+    async def run() -> Threshold | None:
+        return await checks.body(request, Threshold)
+
+    body = anyio.run(run)
+    assert body is not None
+    checks.rules(lambda: pytest.fail("the use case checks its own rules when all parts passed"))
+    checks.raise_any()
+
+    assert checks.path(request, OrgPath) is None
+    checks.rules(lambda: None)
+    with pytest.raises(RequestInvalid) as refused:
+        checks.raise_any()
+    assert [f["field"] for f in refused.value.details["fields"]] == ["org_id"]
+
+
+def test_a_body_that_is_not_json_skips_the_rules() -> None:
+    checks = RequestChecks()
+
+    async def run() -> Threshold | None:
+        return await checks.body(checked_request(b"{nope"), Threshold)
+
+    assert anyio.run(run) is None
+    checks.rules(lambda: pytest.fail("no values to check"))
+    with pytest.raises(RequestInvalid) as refused:
+        checks.raise_any()
+    assert [f["field"] for f in refused.value.details["fields"]] == ["body"]
+
+
+def test_the_items_of_a_list_that_pass_their_model_are_kept_by_index() -> None:
+    items = [{"name": "a"}, {"name": 5}, {"name": "c"}]
+    assert {i: b.name for i, b in well_typed_items(Body, items).items()} == {0: "a", 2: "c"}
+    assert well_typed_items(Body, "not a list") == {}

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from functools import partial
 
 from memory.application.access.ports import KeyStore
 from memory.application.audit.ports import AuditTrail
@@ -32,7 +33,7 @@ from memory.domain.access.api_key import (
 )
 from memory.domain.access.scopes import ALL_SCOPES, Scope, parse_scopes, sorted_scopes
 from memory.domain.audit.admin_action import Action, Actor, AuditedChange
-from memory.domain.errors import AlreadyExists, DomainError, InvalidInput, NotFound
+from memory.domain.errors import AlreadyExists, DomainError, FieldChecks, InvalidInput, NotFound
 
 # A looked-up key is trusted this long in one process: revocation reaches every process
 # within it, and a busy key costs one database lookup per second instead of one per request.
@@ -227,10 +228,13 @@ class AccessService:
         Only an all-orgs admin may create an all-orgs key; an org's admin key creates keys
         of its own org only."""
         _require_admin(caller)
-        clean_name = check_key_name(name)
-        granted = parse_scopes(scopes)
         now = self._now()
-        expiry = key_expiry(now, expires_at=expires_at, expires_in_days=expires_in_days)
+        checks = FieldChecks()
+        clean_name, granted, expiry = self._new_key_fields(
+            checks, now, name, scopes, expires_at, expires_in_days
+        )
+        checks.raise_any()
+        assert clean_name is not None and granted is not None
         if org_id is None and not caller.all_orgs:
             raise Forbidden("only an admin key for every org may create a key for every org")
         if org_id is not None and not caller.covers(org_id):
@@ -252,6 +256,38 @@ class AccessService:
             )
 
         return self._audit.record(actor_of(caller), Action.KEY_CREATED, change)
+
+    def check_new_key(
+        self,
+        name: str | None = None,
+        scopes: Iterable[str] | None = None,
+        *,
+        expires_at: datetime | None = None,
+        expires_in_days: int | None = None,
+    ) -> None:
+        """`create`'s field rules alone, over the fields given (None: not checked):
+        `InvalidInput` naming every broken field. Pure; changes nothing. For a door that
+        found other fields of the wrong type, so that one error names them all
+        (docs/adr/0088)."""
+        checks = FieldChecks()
+        self._new_key_fields(checks, self._now(), name, scopes, expires_at, expires_in_days)
+        checks.raise_any()
+
+    @staticmethod
+    def _new_key_fields(
+        checks: FieldChecks,
+        now: datetime,
+        name: str | None,
+        scopes: Iterable[str] | None,
+        expires_at: datetime | None,
+        expires_in_days: int | None,
+    ) -> tuple[str | None, frozenset[Scope] | None, datetime | None]:
+        clean_name = None if name is None else checks.run(partial(check_key_name, name))
+        granted = None if scopes is None else checks.run(partial(parse_scopes, scopes))
+        expiry = checks.run(
+            partial(key_expiry, now, expires_at=expires_at, expires_in_days=expires_in_days)
+        )
+        return clean_name, granted, expiry
 
     def keys(self, caller: ApiKey) -> list[ApiKey]:
         """Every key an all-orgs admin sees; an org's admin sees its org's keys."""

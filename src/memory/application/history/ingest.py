@@ -3,12 +3,13 @@ feature off and the model down."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 
 from memory.application.history.ports import ChatEventLog, Clock
-from memory.domain.errors import InvalidInput
+from memory.domain.errors import FieldChecks, InvalidInput
 from memory.domain.history.chat_event import MAX_EVENTS_PER_REQUEST, ChatEvent
 from memory.domain.time_range import DEFAULT_MAX_FUTURE_SKEW, AcceptedTimeRange
 
@@ -39,9 +40,16 @@ class IngestChatEvents:
             raise InvalidInput("events", f"must hold 1 to {MAX_EVENTS_PER_REQUEST} events")
         # First, before an id is derived from the instant (UTC conversion overflows outside
         # the range) and before anything is stored.
-        accepted = AcceptedTimeRange(self._clock(), self._max_future_skew)
-        for index, event in enumerate(events):
-            accepted.check(event.occurred_at, f"events.{index}.occurred_at")
+        self.check(dict(enumerate(events)))
         identified = [event.with_id(org_id) for event in events]
         stored = self._log.append(org_id, identified)
         return IngestResult(stored.event_ids, stored.inserted, len(identified) - stored.inserted)
+
+    def check(self, events: Mapping[int, ChatEvent]) -> None:
+        """Each event's instant is in the accepted range (events by their index in the
+        request): `InvalidInput` naming every one that is not. No I/O."""
+        accepted = AcceptedTimeRange(self._clock(), self._max_future_skew)
+        checks = FieldChecks()
+        for index, event in events.items():
+            checks.run(partial(accepted.check, event.occurred_at, f"events.{index}.occurred_at"))
+        checks.raise_any()

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
+from functools import partial
 
 from memory.application.history.ports import (
     ChatEventLog,
@@ -19,6 +20,7 @@ from memory.application.history.ports import (
     WindowMatch,
 )
 from memory.application.history.query_embedding import QueryEmbedder
+from memory.domain.errors import FieldChecks
 from memory.domain.history.search import (
     HistoryHit,
     HistoryQuery,
@@ -26,6 +28,7 @@ from memory.domain.history.search import (
     HybridMerge,
     MatchedBy,
     SemanticState,
+    check_bounds,
 )
 from memory.domain.time_range import DEFAULT_MAX_FUTURE_SKEW, AcceptedTimeRange
 
@@ -56,11 +59,20 @@ class SearchHistory:
         self._clock = clock
         self._max_future_skew = max_future_skew
 
-    def __call__(self, org_id: str, query: HistoryQuery) -> HistorySearchResult:
+    def check_bounds(self, since: datetime | None, until: datetime | None) -> None:
+        """The time bounds' rules: in the accepted range, `until` after `since`;
+        `InvalidInput` naming every bound that breaks one. No I/O."""
         accepted = AcceptedTimeRange(self._clock(), self._max_future_skew)
-        for name, bound in (("since", query.since), ("until", query.until)):
+        checks = FieldChecks()
+        for name, bound in (("since", since), ("until", until)):
             if bound is not None:
-                accepted.check(bound, name)
+                checks.run(partial(accepted.check, bound, name))
+        if not checks.failed:
+            checks.run(partial(check_bounds, since, until))
+        checks.raise_any()
+
+    def __call__(self, org_id: str, query: HistoryQuery) -> HistorySearchResult:
+        self.check_bounds(query.since, query.until)
         merge = HybridMerge(query.limit)
         org_known = self._events.org_known(org_id)
         layers = self._flags.layers(org_id)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from functools import partial
 
 from memory.application.audit.ports import AuditTrail
 from memory.application.embedding import EmbeddingModel
@@ -55,6 +56,7 @@ from memory.application.history.sweep import Sweeper, SweepProgress, SweepReport
 from memory.application.history.sweep_status import PartitionStatus, SweepStatus
 from memory.application.observer import Observed, ServiceObserver
 from memory.domain.audit.admin_action import Actor
+from memory.domain.errors import FieldChecks
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.chat_input import check_events, check_org_id
 from memory.domain.history.org_directory import OrgListing
@@ -214,6 +216,21 @@ class HistoryService:
         """Full-text hits first, then semantic ones when the org's flags allow; `semantic`
         says whether the semantic half ran, was off, or degraded (model down or slow)."""
         return self._observed.run("search", lambda: self._search(check_org_id(org_id), query))
+
+    def check_ingest(self, events: Mapping[int, ChatEvent]) -> None:
+        """`ingest`'s rules over the events given (by their index in the request), alone:
+        `InvalidInput` naming every broken field. Pure; changes nothing. For a door that
+        found other fields of the wrong type, so that one error names them all
+        (docs/adr/0088)."""
+        checks = FieldChecks()
+        for index, event in events.items():
+            checks.run(partial(check_events, [event], field=f"events.{index}"))
+        checks.run(partial(self._ingest.check, events))
+        checks.raise_any()
+
+    def check_search(self, since: datetime | None = None, until: datetime | None = None) -> None:
+        """`search`'s rules over the time bounds, alone, as `check_ingest`."""
+        self._search.check_bounds(since, until)
 
     # Erasure ----------------------------------------------------------------------------
 

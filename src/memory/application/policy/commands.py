@@ -130,12 +130,8 @@ class PolicyCommands:
         metadata-only version (no embedding); `metadata` omitted keeps the current one; a
         request that changes nothing records nothing and returns the current version."""
         checks = FieldChecks()
-        parsed_id = checks.run(partial(PolicyId.parse, policy_id))
-        parsed_content = checks.run(
-            partial(PolicyContent.parse, content, max_chars=self._max_content_chars)
-        )
-        new_metadata = (
-            None if metadata is None else checks.run(partial(PolicyMetadata.parse, metadata))
+        parsed_id, parsed_content, new_metadata = self._parse_update(
+            checks, policy_id, content, metadata
         )
         checks.raise_any()
         assert parsed_id is not None and parsed_content is not None
@@ -165,6 +161,23 @@ class PolicyCommands:
             f"policy {pid} is being changed concurrently; retry",
             details={"policy_id": str(pid)},
         )
+
+    def check_new(
+        self, policy_id: str | None = None, content: str | None = None, metadata: Any = None
+    ) -> None:
+        """`store`'s rules over the fields given (None: not given, not checked):
+        `InvalidInput` naming each one that breaks a rule; changes nothing."""
+        checks = FieldChecks()
+        self._parse_fields(checks, "", policy_id, content, metadata)
+        checks.raise_any()
+
+    def check_update(
+        self, policy_id: str | None = None, content: str | None = None, metadata: Any = None
+    ) -> None:
+        """`update`'s rules over the fields given, as `check_new`."""
+        checks = FieldChecks()
+        self._parse_update(checks, policy_id, content, metadata)
+        checks.raise_any()
 
     def delete(self, policy_id: str) -> bool:
         """Record the deletion; its rows leave every model's read model. Returns whether the
@@ -205,21 +218,54 @@ class PolicyCommands:
     ) -> tuple[PolicyId, PolicyContent, PolicyMetadata]:
         prefix = "" if index is None else f"policies.{index}."
         checks = FieldChecks()
-        pid = checks.run(partial(PolicyId.parse, policy.policy_id, field=f"{prefix}policy_id"))
-        content = checks.run(
-            partial(
-                PolicyContent.parse,
-                policy.content,
-                max_chars=self._max_content_chars,
-                field=f"{prefix}content",
-            )
-        )
-        metadata = checks.run(
-            partial(PolicyMetadata.parse, policy.metadata, field=f"{prefix}metadata")
+        pid, content, metadata = self._parse_fields(
+            checks, prefix, policy.policy_id, policy.content, policy.metadata
         )
         checks.raise_any()
         assert pid is not None and content is not None and metadata is not None
         return pid, content, metadata
+
+    def _parse_fields(
+        self,
+        checks: FieldChecks,
+        prefix: str,
+        policy_id: str | None,
+        content: str | None,
+        metadata: Any,
+    ) -> tuple[PolicyId | None, PolicyContent | None, PolicyMetadata | None]:
+        """Each field's rule, every failure kept in `checks`; a field given as None (an id or
+        content the caller could not give) is not checked."""
+        pid = (
+            None
+            if policy_id is None
+            else checks.run(partial(PolicyId.parse, policy_id, field=f"{prefix}policy_id"))
+        )
+        parsed_content = (
+            None
+            if content is None
+            else checks.run(
+                partial(
+                    PolicyContent.parse,
+                    content,
+                    max_chars=self._max_content_chars,
+                    field=f"{prefix}content",
+                )
+            )
+        )
+        parsed_metadata = checks.run(
+            partial(PolicyMetadata.parse, metadata, field=f"{prefix}metadata")
+        )
+        return pid, parsed_content, parsed_metadata
+
+    def _parse_update(
+        self, checks: FieldChecks, policy_id: str | None, content: str | None, metadata: Any
+    ) -> tuple[PolicyId | None, PolicyContent | None, PolicyMetadata | None]:
+        # Metadata omitted keeps the current one: None is no new metadata, not an empty one.
+        pid, parsed_content, _ = self._parse_fields(checks, "", policy_id, content, None)
+        new_metadata = (
+            None if metadata is None else checks.run(partial(PolicyMetadata.parse, metadata))
+        )
+        return pid, parsed_content, new_metadata
 
     def _embed(self, contents: Sequence[PolicyContent]) -> list[EmbeddingVector]:
         vectors = self._model.embed_documents([c.text for c in contents])

@@ -98,30 +98,16 @@ class PolicyQueries:
         deadline: Deadline | None = None,
     ) -> SearchAnswer:
         budget = deadline or self.deadline()
-        # Every field is checked before any is refused: one 422 names them all.
-        checks = FieldChecks()
-        text = checks.run(lambda: parse_query_text(query))
-        threshold = checks.run(
-            lambda: (
-                self._default_threshold
-                if similarity_threshold is None
-                else SimilarityThreshold.parse(similarity_threshold)
-            )
+        request = self._search_request(
+            query,
+            similarity_threshold=similarity_threshold,
+            limit=limit,
+            offset=offset,
+            cursor=cursor,
+            max_results=max_results,
+            filter=filter,
         )
-        page = checks.run(
-            lambda: PageRequest.parse(
-                limit=limit, offset=offset, cursor=cursor, max_results=max_results
-            )
-        )
-        search_filter = checks.run(
-            lambda: SearchFilter.parse(
-                filter, accepted=AcceptedTimeRange(self._wall_clock(), self._max_future_skew)
-            )
-        )
-        checks.raise_any()
-        assert text is not None and threshold is not None
-        assert page is not None and search_filter is not None
-        request = SearchRequest(query=text, threshold=threshold, page=page, filter=search_filter)
+        assert request is not None
         fingerprint = request.fingerprint(self._model.identity.id)
         after = (
             None
@@ -149,6 +135,68 @@ class PolicyQueries:
             embed_seconds=embedded - started,
             database_seconds=finished - embedded,
         )
+
+    def check_search(
+        self,
+        query: str | None = None,
+        *,
+        similarity_threshold: float | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        cursor: str | None = None,
+        max_results: int | None = None,
+        filter: Any = None,
+    ) -> None:
+        """`search`'s rules over the fields given (a query given as None is not checked):
+        `InvalidInput` naming each field that breaks one. No I/O."""
+        self._search_request(
+            query,
+            similarity_threshold=similarity_threshold,
+            limit=limit,
+            offset=offset,
+            cursor=cursor,
+            max_results=max_results,
+            filter=filter,
+        )
+
+    def _search_request(
+        self,
+        query: str | None,
+        *,
+        similarity_threshold: float | None,
+        limit: int | None,
+        offset: int | None,
+        cursor: str | None,
+        max_results: int | None,
+        filter: Any,
+    ) -> SearchRequest | None:
+        """The request, or `InvalidInput` naming every broken field; None when `query` was
+        not given (a check of the other fields only)."""
+        # Every field is checked before any is refused: one 422 names them all.
+        checks = FieldChecks()
+        text = None if query is None else checks.run(lambda: parse_query_text(query))
+        threshold = checks.run(
+            lambda: (
+                self._default_threshold
+                if similarity_threshold is None
+                else SimilarityThreshold.parse(similarity_threshold)
+            )
+        )
+        page = checks.run(
+            lambda: PageRequest.parse(
+                limit=limit, offset=offset, cursor=cursor, max_results=max_results
+            )
+        )
+        search_filter = checks.run(
+            lambda: SearchFilter.parse(
+                filter, accepted=AcceptedTimeRange(self._wall_clock(), self._max_future_skew)
+            )
+        )
+        checks.raise_any()
+        if text is None:
+            return None
+        assert threshold is not None and page is not None and search_filter is not None
+        return SearchRequest(query=text, threshold=threshold, page=page, filter=search_filter)
 
     def get_by_embedding(
         self,
@@ -206,13 +254,8 @@ class PolicyQueries:
     ) -> PolicyPage:
         """The active model's rows, newest first. A policy its model refused to embed is
         not listed (it is not searchable either); `get` still finds it."""
-        request = ListRequest.parse(
-            limit=limit,
-            cursor=cursor,
-            source=source,
-            tag=tag,
-            updated_since=updated_since,
-            accepted=AcceptedTimeRange(self._wall_clock(), self._max_future_skew),
+        request = self.listing_request(
+            limit=limit, cursor=cursor, source=source, tag=tag, updated_since=updated_since
         )
         fingerprint = request.fingerprint(self._model.identity.id)
         after = (
@@ -228,6 +271,25 @@ class PolicyQueries:
                 ListPosition(last.updated_at, last.embedding_ref).to_cursor(fingerprint)
             )
         return PolicyPage(list(rows.policies), next_cursor)
+
+    def listing_request(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        source: str | None = None,
+        tag: str | None = None,
+        updated_since: datetime | None = None,
+    ) -> ListRequest:
+        """`list_policies`' rules: `InvalidInput` naming every broken field. No I/O."""
+        return ListRequest.parse(
+            limit=limit,
+            cursor=cursor,
+            source=source,
+            tag=tag,
+            updated_since=updated_since,
+            accepted=AcceptedTimeRange(self._wall_clock(), self._max_future_skew),
+        )
 
     def versions(self, policy_id: str) -> list[PolicyVersion]:
         pid = PolicyId.parse(policy_id)

@@ -90,6 +90,20 @@ class PolicyService:
             "update", lambda: self._commands.update(policy_id, content, metadata)
         )
 
+    def check_store(
+        self, policy_id: str | None = None, content: str | None = None, metadata: Any = None
+    ) -> None:
+        """`store`'s rules alone, over the fields given (None: not checked): `InvalidInput`
+        naming every field that breaks one. Pure; changes nothing. For a door that found
+        other fields of the wrong type, so that one error names them all (docs/adr/0088)."""
+        self._commands.check_new(policy_id, content, metadata)
+
+    def check_update(
+        self, policy_id: str | None = None, content: str | None = None, metadata: Any = None
+    ) -> None:
+        """`update`'s rules alone, as `check_store`."""
+        self._commands.check_update(policy_id, content, metadata)
+
     def delete(self, policy_id: str, *, actor: Actor) -> bool:
         """Delete a policy (`NotFound` if unknown or deleted already): a `Deleted` event; its
         rows leave every model's read model. True once the active model's read model
@@ -156,6 +170,42 @@ class PolicyService:
                 max_results=max_results,
                 filter=filter,
             ),
+        )
+
+    def check_search(
+        self,
+        query: str | None = None,
+        *,
+        similarity_threshold: float | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        cursor: str | None = None,
+        max_results: int | None = None,
+        filter: Any = None,
+    ) -> None:
+        """`search`'s rules alone, as `check_store`."""
+        self._queries.check_search(
+            query,
+            similarity_threshold=similarity_threshold,
+            limit=limit,
+            offset=offset,
+            cursor=cursor,
+            max_results=max_results,
+            filter=filter,
+        )
+
+    def check_listing(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        source: str | None = None,
+        tag: str | None = None,
+        updated_since: datetime | None = None,
+    ) -> None:
+        """`list_policies`' rules alone, as `check_store`."""
+        self._queries.listing_request(
+            limit=limit, cursor=cursor, source=source, tag=tag, updated_since=updated_since
         )
 
     def get_by_embedding(

@@ -48,11 +48,16 @@ class HistoryQuery:
             raise InvalidInput("q", f"must be at most {MAX_QUERY_CHARS} characters")
         if not 1 <= self.limit <= SEARCH_LIMIT_MAX:
             raise InvalidInput("limit", f"must be between 1 and {SEARCH_LIMIT_MAX}")
-        for name, value in (("since", self.since), ("until", self.until)):
-            if value is not None and value.tzinfo is None:
-                raise InvalidInput(name, "must include a timezone offset")
-        if self.since is not None and self.until is not None and self.since >= self.until:
-            raise InvalidInput("until", "must be later than since")
+        check_bounds(self.since, self.until)
+
+
+def check_bounds(since: datetime | None, until: datetime | None) -> None:
+    """A search's time bounds: each with an offset, `until` after `since`."""
+    for name, value in (("since", since), ("until", until)):
+        if value is not None and value.tzinfo is None:
+            raise InvalidInput(name, "must include a timezone offset")
+    if since is not None and until is not None and since >= until:
+        raise InvalidInput("until", "must be later than since")
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@ from memory.entrypoints.http.access import Access, AccessTable, api_key, permitt
 from memory.entrypoints.http.answer import AnswerResponse
 from memory.entrypoints.http.database_stall import watched
 from memory.entrypoints.http.openapi import OPERATIONS
-from memory.entrypoints.http.parsing import parse_body, parse_path, parse_query
+from memory.entrypoints.http.parsing import RequestChecks, parse_path, parse_query
 
 ACCESS: AccessTable = {
     ("POST", "/v1/api-keys"): Access.any_org(Scope.ADMIN),
@@ -57,7 +57,19 @@ def access_routes(
     which operations the caller may call."""
 
     async def create(request: Request) -> Response:
-        body = await parse_body(request, NewKeyBody)
+        checks = RequestChecks()
+        body = await checks.body(request, NewKeyBody)
+        valid = checks.valid
+        checks.rules(
+            lambda: keys.check_new_key(
+                valid.get("name"),
+                valid.get("scopes"),
+                expires_at=valid.get("expires_at"),
+                expires_in_days=valid.get("expires_in_days"),
+            )
+        )
+        checks.raise_any()
+        assert body is not None
         caller = api_key(request.scope)
         created = await watched(
             lambda: keys.create(

@@ -17,10 +17,12 @@ from memory.application.history.retention import Retention
 from memory.application.history.service import HistoryService
 from memory.application.history.sweep_status import PartitionStatus
 from memory.contract.history_requests import (
+    ChatEventBody,
     EraseBody,
     FlagBody,
     FlagPath,
     IngestBody,
+    OrgFlagPath,
     OrgListingParams,
     OrgPath,
     RetentionBody,
@@ -69,9 +71,11 @@ from memory.entrypoints.http.access import Access, AccessTable, api_key, visible
 from memory.entrypoints.http.answer import AnswerResponse
 from memory.entrypoints.http.database_stall import watched
 from memory.entrypoints.http.parsing import (
+    RequestChecks,
     parse_body,
     parse_query,
     validate,
+    well_typed_items,
 )
 
 ORG = "/v1/orgs/{org_id}"
@@ -104,8 +108,22 @@ ACCESS: AccessTable = {
 
 def history_routes(service: HistoryService) -> list[BaseRoute]:
     async def ingest(request: Request) -> Response:
-        org_id = _org(request)
-        body = await parse_body(request, IngestBody)
+        checks = RequestChecks()
+        org = checks.path(request, OrgPath)
+        body = await checks.body(request, IngestBody)
+        checks.rules(
+            lambda: service.check_ingest(
+                {
+                    index: event.to_domain()
+                    for index, event in well_typed_items(
+                        ChatEventBody, checks.raw.get("events")
+                    ).items()
+                }
+            )
+        )
+        checks.raise_any()
+        assert org is not None and body is not None
+        org_id = org.org_id
         events = [e.to_domain() for e in body.events]
         result = await watched(lambda: service.ingest(org_id, events))
         return AnswerResponse(
@@ -116,8 +134,17 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         )
 
     async def search(request: Request) -> Response:
-        org_id = _org(request)
-        params = parse_query(request, SearchParams)
+        checks = RequestChecks()
+        org = checks.path(request, OrgPath)
+        params = checks.query(request, SearchParams)
+        checks.rules(
+            lambda: service.check_search(
+                since=checks.valid.get("since"), until=checks.valid.get("until")
+            )
+        )
+        checks.raise_any()
+        assert org is not None and params is not None
+        org_id = org.org_id
         query = HistoryQuery(
             text=params.q,
             limit=params.limit,
@@ -202,29 +229,39 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         )
 
     async def org_flag(request: Request) -> Response:
-        org_id = _org(request)
-        flag = _flag(request)
         if request.method == "PUT":
-            body = await parse_body(request, FlagBody)
+            checks = RequestChecks()
+            path = checks.path(request, OrgFlagPath)
+            body = await checks.body(request, FlagBody)
+            checks.raise_any()
+            assert path is not None and body is not None
+            org_id, flag = path.org_id, path.flag
             found = await watched(
                 lambda: service.set_org_flag(org_id, flag, body.enabled, actor=_actor(request))
             )
         elif request.method == "DELETE":
+            org_id, flag = _org(request), _flag(request)
             found = await watched(
                 lambda: service.set_org_flag(org_id, flag, None, actor=_actor(request))
             )
         else:
+            org_id, flag = _org(request), _flag(request)
             found = await watched(lambda: service.org_flag(org_id, flag))
         return AnswerResponse(_org_flag_of(org_id, found))
 
     async def retention(request: Request) -> Response:
-        org_id = _org(request)
         if request.method == "PUT":
-            body = await parse_body(request, RetentionBody)
+            checks = RequestChecks()
+            org = checks.path(request, OrgPath)
+            body = await checks.body(request, RetentionBody)
+            checks.raise_any()
+            assert org is not None and body is not None
+            org_id = org.org_id
             found = await watched(
                 lambda: service.set_retention(org_id, body.days, actor=_actor(request))
             )
         else:
+            org_id = _org(request)
             found = await watched(lambda: service.retention(org_id))
         return AnswerResponse(_retention(found))
 

@@ -7,17 +7,23 @@ to a Starlette request: bodies, query strings and path parameters become contrac
   model, domain rule or database sees the value.
 - A body that is not JSON the service can read (malformed, nested too deeply, a number with
   more digits than Python converts, NaN/Infinity) is 422 naming the body.
+- One 422 names every failing field of a request (`RequestChecks`): its path, query string
+  and body against their contract models (types, shapes), and, when one of those failed,
+  the use case's rules over the fields that passed (docs/adr/0088-one-422-for-every-field.md).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from starlette.requests import Request
 
 from memory.contract.input import escaped, field_label, field_problems, unsafe_text_reason
+from memory.domain.errors import InvalidInput
 from memory.entrypoints.http.errors import RequestInvalid
 
 M = TypeVar("M", bound=BaseModel)
@@ -124,3 +130,141 @@ def validate(model: type[M], data: Any) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         raise RequestInvalid(field_problems(exc)) from exc
+
+
+class RequestChecks:
+    """Every failing field of one request, found before any is reported.
+
+    The contract models check types and shapes; the use cases check their rules (a
+    threshold's range, a filter's keys, an instant in the future) once the types are right.
+    Run one after the other, a request with a type error in one field and a rule error in
+    another would be told about the first only, fix it, and be refused again. So the route
+    parses every part of the request here, and when any part failed it runs the use case's
+    rule check (pure, no I/O) over the fields that passed, then raises one `RequestInvalid`
+    naming them all. When every part passed, nothing is checked twice: the use case checks
+    its rules as it runs.
+    """
+
+    def __init__(self) -> None:
+        self._problems: list[dict[str, str]] = []
+        self._typed: set[str] = set()
+        self.valid: dict[str, Any] = {}
+        """Validated values of the body's or query string's fields that passed."""
+        self.raw: dict[str, Any] = {}
+        """The decoded body, for a rule check over the well-typed items of a list field."""
+
+    @property
+    def failed(self) -> bool:
+        return bool(self._problems)
+
+    def path(self, request: Request, model: type[M]) -> M | None:
+        """The path parameters `model` names (a route's path may have more)."""
+        names = model.model_fields
+        data = {k: v for k, v in request.path_params.items() if k in names}
+        return self._checked(model, data, keep=False)
+
+    def query(self, request: Request, model: type[M]) -> M | None:
+        params = request.query_params
+        data: dict[str, Any] = {}
+        for key in params:
+            values = params.getlist(key)
+            data[key] = values if len(values) > 1 else values[0]
+        return self._checked(model, data, keep=True)
+
+    async def body(self, request: Request, model: type[M]) -> M | None:
+        try:
+            data = decode_json(await request.body())
+            if not isinstance(data, dict):
+                raise RequestInvalid([{"field": "body", "reason": "must be a JSON object"}])
+        except RequestInvalid as exc:
+            self._problems.extend(exc.details["fields"])
+            self._typed.add("body")
+            return None
+        self.raw = data
+        return self._checked(model, data, keep=True)
+
+    def rules(self, check: Callable[[], object]) -> None:
+        """Run a use case's rule check if an earlier part failed. Its problems on a field
+        that already has one (a rule over a value of the wrong type) are left out."""
+        if not self.failed or "body" in self._typed:
+            return
+        try:
+            check()
+        except InvalidInput as exc:
+            self._problems.extend(
+                {"field": field, "reason": reason}
+                for field, reason in exc.problems
+                if not self._names_a_failed_field(field)
+            )
+
+    def raise_any(self) -> None:
+        if self._problems:
+            raise RequestInvalid(self._problems)
+
+    def _checked(self, model: type[M], data: dict[str, Any], *, keep: bool) -> M | None:
+        try:
+            _check_text(data, ())
+        except _UnsafeText as exc:
+            self._problems.append({"field": exc.field, "reason": exc.reason})
+            self._typed.add(exc.field)
+            return None
+        try:
+            parsed = model.model_validate(data)
+        except ValidationError as exc:
+            problems = field_problems(exc)
+            self._problems.extend(problems)
+            self._typed.update(p["field"] for p in problems)
+            if keep:
+                self.valid.update(well_typed_fields(model, data, exc))
+            return None
+        if keep:
+            self.valid.update({name: getattr(parsed, name) for name in type(parsed).model_fields})
+        return parsed
+
+    def _names_a_failed_field(self, field: str) -> bool:
+        return any(
+            field == typed or field.startswith(f"{typed}.") or typed.startswith(f"{field}.")
+            for typed in self._typed
+        )
+
+
+@cache
+def _field_types(model: type[BaseModel]) -> Mapping[str, TypeAdapter[Any]]:
+    # Each field alone, under its model's strictness, so that the fields that passed can be
+    # had without the ones that failed.
+    config = ConfigDict(strict=model.model_config.get("strict", False))
+    types: dict[str, TypeAdapter[Any]] = {}
+    for name, field in model.model_fields.items():
+        annotated: Any = Annotated[field.annotation, field]
+        types[name] = TypeAdapter(annotated, config=config)
+    return types
+
+
+def well_typed_fields(
+    model: type[BaseModel], data: Mapping[str, Any], exc: ValidationError
+) -> dict[str, Any]:
+    """The validated values of the top-level fields of `data` that `exc` does not name."""
+    failed = {err["loc"][0] for err in exc.errors() if err["loc"]}
+    types = _field_types(model)
+    out: dict[str, Any] = {}
+    for name, value in data.items():
+        if name in types and name not in failed:
+            try:
+                out[name] = types[name].validate_python(value)
+            except ValidationError:
+                continue
+    return out
+
+
+def well_typed_items(model: type[M], items: Any) -> dict[int, M]:
+    """The items of a JSON list that pass `model`, by their index (the others are reported
+    by the list's own model)."""
+    if not isinstance(items, list):
+        return {}
+    out: dict[int, M] = {}
+    for index, item in enumerate(items):
+        try:
+            out[index] = model.model_validate(item)
+        except ValidationError:
+            continue
+    return out

@@ -55,7 +55,7 @@ from memory.domain.policy.versions import PolicyVersion
 from memory.entrypoints.http.access import Access, AccessTable, api_key
 from memory.entrypoints.http.answer import AnswerResponse
 from memory.entrypoints.http.database_stall import watched
-from memory.entrypoints.http.parsing import parse_body, parse_path, parse_query
+from memory.entrypoints.http.parsing import RequestChecks, parse_path, parse_query
 
 T = TypeVar("T")
 
@@ -74,7 +74,11 @@ ACCESS: AccessTable = {
 
 def policy_routes(service: PolicyService, *, search_timeout: float) -> list[BaseRoute]:
     async def store(request: Request) -> Response:
-        body = await parse_body(request, StoreBody)
+        checks = RequestChecks()
+        body = await checks.body(request, StoreBody)
+        checks.rules(lambda: service.check_store(**checks.valid))
+        checks.raise_any()
+        assert body is not None
         receipt: StoreReceipt = await watched(
             lambda: service.store(body.policy_id, body.content, body.metadata)
         )
@@ -86,7 +90,11 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
 
     async def update(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
-        body = await parse_body(request, UpdateBody)
+        checks = RequestChecks()
+        body = await checks.body(request, UpdateBody)
+        checks.rules(lambda: service.check_update(policy_id, **checks.valid))
+        checks.raise_any()
+        assert body is not None
         receipt: StoreReceipt = await watched(
             lambda: service.update(policy_id, body.content, body.metadata)
         )
@@ -98,7 +106,11 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
         return AnswerResponse(policy_body(policy))
 
     async def list_policies(request: Request) -> Response:
-        listing = parse_query(request, PolicyListing)
+        checks = RequestChecks()
+        listing = checks.query(request, PolicyListing)
+        checks.rules(lambda: service.check_listing(**checks.valid))
+        checks.raise_any()
+        assert listing is not None
         page = await watched(
             lambda: service.list_policies(
                 limit=listing.limit,
@@ -128,7 +140,11 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
         )
 
     async def search(request: Request) -> Response:
-        body = await parse_body(request, SearchBody)
+        checks = RequestChecks()
+        body = await checks.body(request, SearchBody)
+        checks.rules(lambda: service.check_search(**checks.valid))
+        checks.raise_any()
+        assert body is not None
         answer: SearchAnswer = await _within(
             search_timeout,
             lambda: service.search(
