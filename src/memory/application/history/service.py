@@ -58,7 +58,7 @@ from memory.application.observer import Observed, ServiceObserver
 from memory.domain.audit.admin_action import Actor
 from memory.domain.errors import FieldChecks
 from memory.domain.history.chat_event import ChatEvent
-from memory.domain.history.chat_input import check_events, check_org_id
+from memory.domain.history.chat_input import check_event, check_events, check_org_id
 from memory.domain.history.org_directory import OrgListing
 from memory.domain.history.search import HistoryQuery, HistorySearchResult
 from memory.domain.time_range import DEFAULT_MAX_FUTURE_SKEW
@@ -224,7 +224,7 @@ class HistoryService:
         (docs/adr/0088)."""
         checks = FieldChecks()
         for index, event in events.items():
-            checks.run(partial(check_events, [event], field=f"events.{index}"))
+            checks.run(partial(check_event, event, f"events.{index}"))
         checks.run(partial(self._ingest.check, events))
         checks.raise_any()
 

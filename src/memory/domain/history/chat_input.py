@@ -49,22 +49,26 @@ def check_org_id(org_id: str, field: str = "org_id") -> str:
 def check_events(events: Sequence[ChatEvent], field: str = "events") -> None:
     """Every event's fields, naming the first that breaks a rule (`events.3.sender`)."""
     for index, event in enumerate(events):
-        prefix = f"{field}.{index}"
-        if event.event_id is not None:
-            _name(event.event_id, f"{prefix}.event_id", MAX_EVENT_ID_CHARS)
-        if not _PROVIDER.fullmatch(event.provider):
-            raise InvalidInput(f"{prefix}.provider", PROVIDER_RULE)
-        _name(event.channel_id, f"{prefix}.channel_id", MAX_NAME_CHARS)
-        if event.thread_id is not None:
-            _name(event.thread_id, f"{prefix}.thread_id", MAX_NAME_CHARS)
-        _name(event.sender, f"{prefix}.sender", MAX_NAME_CHARS)
-        for kind_field, kind in (("event_type", event.event_type), ("decision", event.decision)):
-            if not _KIND.fullmatch(kind):
-                raise InvalidInput(f"{prefix}.{kind_field}", KIND_RULE)
-        if len(event.text) > MAX_MESSAGE_CHARS:
-            raise InvalidInput(f"{prefix}.text", f"must be at most {MAX_MESSAGE_CHARS} characters")
-        if "\x00" in event.text:
-            raise InvalidInput(f"{prefix}.text", "must not contain NUL characters")
+        check_event(event, f"{field}.{index}")
+
+
+def check_event(event: ChatEvent, prefix: str) -> None:
+    """One event's fields, naming the first that breaks a rule (`{prefix}.sender`)."""
+    if event.event_id is not None:
+        _name(event.event_id, f"{prefix}.event_id", MAX_EVENT_ID_CHARS)
+    if not _PROVIDER.fullmatch(event.provider):
+        raise InvalidInput(f"{prefix}.provider", PROVIDER_RULE)
+    _name(event.channel_id, f"{prefix}.channel_id", MAX_NAME_CHARS)
+    if event.thread_id is not None:
+        _name(event.thread_id, f"{prefix}.thread_id", MAX_NAME_CHARS)
+    _name(event.sender, f"{prefix}.sender", MAX_NAME_CHARS)
+    for kind_field, kind in (("event_type", event.event_type), ("decision", event.decision)):
+        if not _KIND.fullmatch(kind):
+            raise InvalidInput(f"{prefix}.{kind_field}", KIND_RULE)
+    if len(event.text) > MAX_MESSAGE_CHARS:
+        raise InvalidInput(f"{prefix}.text", f"must be at most {MAX_MESSAGE_CHARS} characters")
+    if "\x00" in event.text:
+        raise InvalidInput(f"{prefix}.text", "must not contain NUL characters")
 
 
 def _name(value: str, field: str, max_chars: int) -> None:
