@@ -46,6 +46,7 @@ bench: setup-dev
 	$(PY) bench/history.py
 	$(PY) bench/full_text.py
 	$(PY) bench/org_directory.py
+	$(PY) bench/answers.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
