@@ -17,9 +17,13 @@ import httpx
 import pytest
 from tests.conftest import TEST_ADMIN_TOKEN
 
+from memory.entrypoints.admin_key import ADMIN_TOKEN_FILE
+from memory.infrastructure.settings import default_home
+
 ROOT = Path(__file__).resolve().parents[3]
 DOCS = [ROOT / "README.md", ROOT / "docs" / "policy.md", ROOT / "docs" / "history.md"]
 BLOCK = re.compile(r"```(sh|python|json)\n(.*?)```", re.DOTALL)
+PRINTED = re.compile(r"^\s*print\(.*\)\s+# (\S+)$", re.MULTILINE)
 # The address the docs use for a local `make run`.
 DOC_HOSTS = ("http://127.0.0.1:8080", "localhost:8080")
 
@@ -38,11 +42,22 @@ PYTHON = blocks("python")
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    """Where the examples run: as after `make run`, `.memory/admin-token` holds an admin key."""
-    (tmp_path / ".memory").mkdir()
-    (tmp_path / ".memory" / "admin-token").write_text(TEST_ADMIN_TOKEN + "\n")
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the examples run, and the user's home: as after a first `make run`, the
+    default home's admin-token file (where `memory serve` writes it) holds an admin key."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    token = default_home() / ADMIN_TOKEN_FILE
+    token.parent.mkdir(parents=True)
+    token.write_text(TEST_ADMIN_TOKEN + "\n")
     return tmp_path
+
+
+def example_env(workdir: Path) -> dict[str, str]:
+    """A user's shell: no MEMORY_* setting, `workdir` as the home directory."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
+    env.pop("XDG_DATA_HOME", None)
+    return env | {"HOME": str(workdir)}
 
 
 def local(text: str, base: str) -> str:
@@ -62,6 +77,7 @@ def test_a_shell_example_runs(name: str, script: str, served: str, workdir: Path
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", command],
         cwd=workdir,
+        env=example_env(workdir),
         capture_output=True,
         text=True,
         timeout=120,
@@ -72,17 +88,19 @@ def test_a_shell_example_runs(name: str, script: str, served: str, workdir: Path
 
 @pytest.mark.parametrize(("name", "script"), PYTHON, ids=[n for n, _ in PYTHON])
 def test_a_python_example_runs(name: str, script: str, served: str, workdir: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
     done = subprocess.run(
         [sys.executable, "-c", local(script, served)],
         cwd=workdir,
-        env=env,
+        env=example_env(workdir),
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert done.returncode == 0, f"{name}: {done.stderr}"
+    # `print(x)  # value`: the example says what that line prints.
+    for said in PRINTED.findall(script):
+        assert said in done.stdout.splitlines(), f"{name}: {said!r} not in {done.stdout!r}"
 
 
 def test_the_policy_reference_runs_in_order_and_its_filter_finds_the_updated_policy(
