@@ -115,7 +115,8 @@ def test_an_operator_command_on_a_home_without_a_cluster_refuses(
     monkeypatch.delenv("MEMORY_DATABASE_URL", raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MEMORY_HOME", "elsewhere")  # relative: resolved against the cwd
-    for command in (["history", "status", "acme"], ["policies", "status"], ["purge"]):
+    commands = (["history", "status", "acme"], ["policies", "status"], ["purge"], ["keys", "list"])
+    for command in commands:
         assert main(command) == 2
         err = capsys.readouterr().err
         assert f"no database under MEMORY_HOME={tmp_path / 'elsewhere'}" in err

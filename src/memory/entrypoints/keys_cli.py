@@ -25,7 +25,8 @@ def _run(args: argparse.Namespace) -> int:
     from memory.entrypoints.operator import cli_operator
 
     settings: Settings = args.settings
-    with opened(settings, contexts=()) as services:
+    # An operator command: a home without a cluster is the wrong home, not a new one.
+    with opened(settings, contexts=(), create_home=False) as services:
         try:
             if args.keys_command == "create":
                 created = services.access.create(
