@@ -9,7 +9,9 @@ import json
 import psycopg
 import pytest
 
+from memory.entrypoints.admin_key import ADMIN_TOKEN_FILE
 from memory.entrypoints.cli import main
+from memory.infrastructure.settings import Settings
 
 
 def test_demo_loads_sweeps_and_searches(cli_env: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -29,6 +31,9 @@ def test_demo_loads_sweeps_and_searches(cli_env: str, capsys: pytest.CaptureFixt
     assert "2. history of kedai-runcit" in out
     assert "3. policies" in out
     assert "[semantic" in out  # semantic search is on for the demo orgs
+    # The closing hint's curl carries the key `memory serve` writes to this home.
+    token = Settings().home / ADMIN_TOKEN_FILE
+    assert f'curl -H "Authorization: Bearer $(cat {token})" ' in out
 
     assert main(["demo", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
@@ -17,6 +18,7 @@ from memory.domain.errors import AlreadyExists
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
 from memory.domain.history.search import HistoryQuery, MatchedBy
+from memory.entrypoints.admin_key import ADMIN_TOKEN_FILE
 from memory.entrypoints.bootstrap import Services
 from memory.entrypoints.cli_output import emit, wants_json
 from memory.entrypoints.history_cli import SweepBar
@@ -58,7 +60,7 @@ def _demo(args: argparse.Namespace) -> int:
     if wants_json():
         emit(document)
     else:
-        _show(document)
+        _show(document, settings.home / ADMIN_TOKEN_FILE)
     return 0
 
 
@@ -191,7 +193,9 @@ def _run(services: Services, data: DemoData, search: DemoSearch) -> dict[str, An
     }
 
 
-def _show(document: dict[str, Any]) -> None:
+def _show(document: dict[str, Any], admin_token: Path) -> None:
+    """`admin_token`: where `memory serve` writes its admin key, for the closing hint (every
+    /v1 request needs a key)."""
     print(
         f"Loaded {document['policies_stored']} new policies and "
         f"{document['chat_events_inserted']} new chat messages for "
@@ -224,6 +228,7 @@ def _show(document: dict[str, Any]) -> None:
             " languages (the hash: test models never do)."
         )
     print(
-        "\nTry your own: memory serve, then "
-        "curl 'localhost:8080/v1/orgs/acme-logistics/history/search?q=forklift'"
+        "\nTry your own: memory serve, then\n"
+        f'curl -H "Authorization: Bearer $(cat {admin_token})" '
+        "'localhost:8080/v1/orgs/acme-logistics/history/search?q=forklift'"
     )
