@@ -1,7 +1,7 @@
 """The README's reference tables are held to the code they describe, so they cannot drift
 again: the configuration table to the `Settings` model (every setting, its default, nothing
-that no longer exists), the endpoint tables to the OpenAPI route table, and the command
-table to the CLI's parser."""
+that no longer exists), the endpoint tables and the error codes to the OpenAPI route
+table, and the command table to the CLI's parser."""
 
 from __future__ import annotations
 
@@ -35,6 +35,11 @@ def section(title: str) -> str:
     end = README.find("\n## ", start + 1)
     following = README.find("\n### ", start + 1)
     return README[start : min(i for i in (end, following) if i != -1)]
+
+
+def section_from(start: str, end: str) -> str:
+    begin = README.index(f"\n{start}\n")
+    return README[begin : README.index(f"\n{end}\n", begin)]
 
 
 def configuration_rows() -> dict[str, str]:
@@ -106,6 +111,19 @@ def test_the_readme_names_only_routes_that_exist() -> None:
     }
     routes = {(op.method, op.path) for op in OPERATIONS} | served_outside
     assert documented_endpoints() - routes == set()
+
+
+def test_the_readme_names_every_error_code_of_the_api_with_its_status() -> None:
+    api = section_from("## API", "### Policy memory")
+    declared = {
+        (status, code)
+        for op in OPERATIONS
+        if op.path.startswith("/v1/")
+        for status, codes in op.errors.items()
+        for code in codes
+    }
+    missing = {(s, c) for s, c in declared if not re.search(rf"{s} `{c}`", api)}
+    assert missing == set()
 
 
 def cli_commands() -> set[str]:
