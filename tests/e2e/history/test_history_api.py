@@ -535,3 +535,8 @@ async def test_type_errors_and_rule_errors_are_named_in_one_422_and_change_nothi
         assert (await client.get("/v1/orgs/acme/retention")).json()["default"] is True
         org_flags = (await client.get("/v1/orgs/acme/feature-flags")).json()["flags"]
         assert all(f["org"] is None for f in org_flags)
+        erase = await client.request(
+            "DELETE", "/v1/orgs/ACME!/chat-events", json={"event_ids": "f1"}
+        )
+        assert erase.status_code == 422, erase.text
+        assert set(fields(erase)) == {"org_id", "event_ids"}

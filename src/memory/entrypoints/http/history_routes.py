@@ -266,8 +266,14 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         return AnswerResponse(_retention(found))
 
     async def erase_events(request: Request) -> Response:
-        org_id = _org(request)
-        body = await parse_body(request, EraseBody)
+        checks = RequestChecks()
+        org = checks.path(request, OrgPath)
+        body = await checks.body(request, EraseBody)
+        # No rule check after a type error: "event_ids or sender" cannot tell a mistyped
+        # field from an absent one (docs/adr/0088).
+        checks.raise_any()
+        assert org is not None and body is not None
+        org_id = org.org_id
         actor = _actor(request)
         report = await watched(
             lambda: service.erase_events(
