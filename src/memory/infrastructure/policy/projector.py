@@ -107,20 +107,24 @@ class PolicyProjector:
                 on_commit=on_commit,
             )
             self._view = view
-            view.create_table()
-            with self._database.connection() as conn:
-                label_tracking_table(conn, self.model_id)
-            # Read before the runner's thread starts, which may process events at once.
-            self.started_at = view.max_tracking_id(PolicyApplication.name)
-            self._projection = PolicyEmbeddingsProjection(view, self.model, self._outlook)
-            runner: BaseProjectionRunner[PolicyApplication] = BaseProjectionRunner(
-                projection=self._projection,
-                application_class=self._application_class(),
-                tracking_recorder=view,
-                topics=(),
-                # The runner's subscription LISTENs: a session, so the direct URL.
-                env=policy_env(EventStoreConnection.for_database(self._database, direct=True)),
-            )
+            # The view's tables and the runner's application run the library's DDL (CREATE
+            # OR REPLACE FUNCTION among it): under the migration lock, like every other
+            # process's, or replicas starting together fail with "tuple concurrently updated".
+            with self._database.migration_lock():
+                view.create_table()
+                with self._database.connection() as conn:
+                    label_tracking_table(conn, self.model_id)
+                # Read before the runner's thread starts, which may process events at once.
+                self.started_at = view.max_tracking_id(PolicyApplication.name)
+                self._projection = PolicyEmbeddingsProjection(view, self.model, self._outlook)
+                runner: BaseProjectionRunner[PolicyApplication] = BaseProjectionRunner(
+                    projection=self._projection,
+                    application_class=self._application_class(),
+                    tracking_recorder=view,
+                    topics=(),
+                    # The runner's subscription LISTENs: a session, so the direct URL.
+                    env=policy_env(EventStoreConnection.for_database(self._database, direct=True)),
+                )
             runner.__enter__()
             self._runner = runner
         except BaseException:
