@@ -98,7 +98,7 @@ class PolicyQueries:
         deadline: Deadline | None = None,
     ) -> SearchAnswer:
         budget = deadline or self.deadline()
-        request = self._search_request(
+        request = self.search_request(
             query,
             similarity_threshold=similarity_threshold,
             limit=limit,
@@ -136,30 +136,7 @@ class PolicyQueries:
             database_seconds=finished - embedded,
         )
 
-    def check_search(
-        self,
-        query: str | None = None,
-        *,
-        similarity_threshold: float | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        cursor: str | None = None,
-        max_results: int | None = None,
-        filter: Any = None,
-    ) -> None:
-        """`search`'s rules over the fields given (a query given as None is not checked):
-        `InvalidInput` naming each field that breaks one. No I/O."""
-        self._search_request(
-            query,
-            similarity_threshold=similarity_threshold,
-            limit=limit,
-            offset=offset,
-            cursor=cursor,
-            max_results=max_results,
-            filter=filter,
-        )
-
-    def _search_request(
+    def search_request(
         self,
         query: str | None,
         *,
@@ -170,8 +147,8 @@ class PolicyQueries:
         max_results: int | None,
         filter: Any,
     ) -> SearchRequest | None:
-        """The request, or `InvalidInput` naming every broken field; None when `query` was
-        not given (a check of the other fields only)."""
+        """`search`'s rules: the request, or `InvalidInput` naming every broken field; None
+        when `query` was not given (a check of the other fields only). No I/O."""
         # Every field is checked before any is refused: one 422 names them all.
         checks = FieldChecks()
         text = None if query is None else checks.run(lambda: parse_query_text(query))

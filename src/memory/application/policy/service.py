@@ -184,7 +184,7 @@ class PolicyService:
         filter: Any = None,
     ) -> None:
         """`search`'s rules alone, as `check_store`."""
-        self._queries.check_search(
+        self._queries.search_request(
             query,
             similarity_threshold=similarity_threshold,
             limit=limit,
