@@ -30,7 +30,7 @@ APT_UPDATED=0
 apt_update_once() {
     if [ "$APT_UPDATED" -eq 0 ]; then
         log "apt-get update"
-        as_root apt-get update -qq
+        as_root apt-get -o DPkg::Lock::Timeout=600 update -qq
         APT_UPDATED=1
     fi
 }
@@ -38,7 +38,7 @@ apt_update_once() {
 apt_install() {
     apt_update_once
     log "apt-get install $*"
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
 pg_bindir() {
