@@ -146,6 +146,16 @@ ensure_chromium() {
     apt_install chromium chromium-driver fonts-wqy-zenhei
 }
 
+ensure_promtool() {
+    case ",$EXTRAS," in *,dev,*) ;; *) return ;; esac
+    if command -v promtool >/dev/null; then
+        log "promtool found"
+        return
+    fi
+    log "installing Prometheus's promtool (the suite checks deploy/prometheus/alerts.yml)"
+    apt_install prometheus
+}
+
 ensure_venv() {
     if [ ! -x "$VENV/bin/python" ]; then
         log "creating virtual environment at $VENV"
@@ -181,5 +191,6 @@ ensure_postgres
 ensure_pgvector
 ensure_pgbouncer
 ensure_chromium
+ensure_promtool
 ensure_venv
 log "done"

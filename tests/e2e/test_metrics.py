@@ -13,6 +13,7 @@ from tests.conftest import running_app
 
 from memory.entrypoints.bootstrap import build_services
 from memory.entrypoints.http.app import create_app
+from memory.infrastructure import build_info
 from memory.infrastructure.settings import Settings
 
 pytestmark = pytest.mark.anyio
@@ -84,3 +85,26 @@ async def test_metrics_show_models_pool_and_lag_aggregates(
     assert value(metrics, 'memory_history_sweep_orgs_by_lag{le="0"}') == 1
     assert value(metrics, "memory_history_sweep_lag_events_max") >= 1
     assert "acme" not in metrics and "globex" not in metrics
+
+
+async def test_metrics_name_the_build_and_when_the_last_sweep_and_purge_worked(
+    database_url: str, make_settings: Callable[..., Settings]
+) -> None:
+    app = create_app(lambda: build_services(make_settings(), database_url), run_workers=False)
+    started = datetime.now(UTC).timestamp()
+    async with running_app(app) as client:
+        assert (await client.post("/v1/sweep", json={})).status_code == 200
+        assert (await client.post("/v1/purge", json={})).status_code == 200
+        metrics = (await client.get("/metrics")).text
+
+    build = re.search(
+        r'^memory_build_info\{commit="([0-9a-f]+)",version="([^"]+)"\} 1\.0$', metrics, re.M
+    )
+    assert build is not None, "memory_build_info missing"
+    assert build.group(2) == build_info.version()
+    for job in ("sweep", "purge"):
+        at = value(metrics, f"memory_history_{job}_last_success_timestamp_seconds")
+        assert started <= at <= datetime.now(UTC).timestamp()
+    # No backup source in this process: the family is declared, without a sample.
+    assert "# TYPE memory_backup_last_success_timestamp_seconds gauge" in metrics
+    assert "\nmemory_backup_last_success_timestamp_seconds " not in metrics

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import logging
 import signal
 import sys
@@ -19,6 +18,7 @@ from memory.entrypoints import cli_output
 from memory.entrypoints.cli_arguments import check_arguments, command_arguments, refusal
 from memory.entrypoints.database_url import HomeHasNoDatabase
 from memory.entrypoints.logging_setup import configure_logging
+from memory.infrastructure import build_info
 from memory.infrastructure.postgres.availability import DatabaseMisconfigured
 from memory.infrastructure.settings import ENV_PREFIX, Settings
 
@@ -156,10 +156,7 @@ def _add_json_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def memory_version() -> str:
-    try:
-        return importlib.metadata.version("memory")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+    return build_info.version()
 
 
 def configuration_errors(exc: ValidationError) -> list[str]:

@@ -83,6 +83,7 @@ async def test_the_admin_token_answers_as_configuration_with_every_operation(
         "policies:read",
         "policies:write",
         "admin",
+        "metrics:read",
     ]
     assert body["created_at"] is None and body["expires_at"] is None
     assert body["operations"] == [op.operation_id for op in OPERATIONS]

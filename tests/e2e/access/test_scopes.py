@@ -18,7 +18,14 @@ from memory.infrastructure.access.key_store import PostgresKeyStore
 pytestmark = pytest.mark.anyio
 
 OWN, OTHER, NOWHERE = "acme", "globex", "no-such-org"
-SCOPES = ["history:read", "history:write", "policies:read", "policies:write", "admin"]
+SCOPES = [
+    "history:read",
+    "history:write",
+    "policies:read",
+    "policies:write",
+    "admin",
+    "metrics:read",
+]
 
 
 @dataclass(frozen=True)
@@ -114,10 +121,11 @@ FAMILIES = [
             Call("POST", "/v1/sweep", {"org_id": OWN}),
             Call("POST", "/v1/purge", {"org_id": OWN}),
             Call("GET", "/v1/audit"),
-            Call("GET", "/metrics"),
         ),
         every_org=True,
     ),
+    # A scraper's key: /metrics and nothing else (ADR 0108); admin alone no longer reads it.
+    Family("metrics", "metrics:read", (Call("GET", "/metrics"),), every_org=True),
     Family("key management", "admin", (Call("GET", "/v1/api-keys"),)),
 ]
 

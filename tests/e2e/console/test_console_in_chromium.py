@@ -206,6 +206,7 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
         "policies:read",
         "policies:write",
         "admin",
+        "metrics:read",
     ]
     assert shown(driver, "key-orgs").text == "for every org"
     assert shown(driver, "key-expiry").text == "never expires"

@@ -14,6 +14,8 @@ class Scope(StrEnum):
     POLICIES_READ = "policies:read"
     POLICIES_WRITE = "policies:write"
     ADMIN = "admin"
+    # Reads /metrics and nothing else: what a Prometheus scraper holds (docs/adr/0108).
+    METRICS_READ = "metrics:read"
 
 
 ALL_SCOPES: frozenset[Scope] = frozenset(Scope)

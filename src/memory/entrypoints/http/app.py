@@ -40,6 +40,7 @@ from memory.entrypoints.logging_setup import REQUEST_ID
 from memory.entrypoints.runtime import ContextRuntime
 from memory.entrypoints.workers.database_probe import bounded_in_thread, database_problem
 from memory.entrypoints.workers.supervisor import start_workers
+from memory.infrastructure import backup_metrics, build_info  # noqa: F401 (registers the backup age)
 from memory.infrastructure.postgres.availability import is_unreachable
 
 log = logging.getLogger(__name__)
@@ -159,7 +160,7 @@ def access_table(*, metrics_public: bool) -> AccessTable:
         ("GET", "/docs"): Access.public(),
         ("GET", "/docs/{asset}"): Access.public(),
         ("GET", "/metrics"): (
-            Access.public() if metrics_public else Access.every_org(KeyScope.ADMIN)
+            Access.public() if metrics_public else Access.every_org(KeyScope.METRICS_READ)
         ),
         # The console's static files (its data comes from /v1, with the operator's key).
         **console_routes.ACCESS,
@@ -220,6 +221,7 @@ def create_app(
     state: dict[str, Any] = {}
 
     def built() -> Services:
+        build_info.publish()  # may ask git once: in this thread, not on the event loop
         services = build()
         try:
             # Built now, in this thread: its audit trail creates its event table on first use.

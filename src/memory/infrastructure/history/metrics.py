@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -53,6 +54,18 @@ SEARCHES = Counter(
     "memory_history_searches_total", "History searches by semantic state", ["semantic"]
 )
 PURGED = Counter("memory_history_purged_total", "Rows deleted by retention", ["kind"])
+# When the last pass over all orgs (and purge) finished without failing, as Unix time: an
+# alert on `time() - ...` says "no sweep for an hour" however busy the orgs are, which the
+# lag counts cannot (docs/adr/0108). Absent until this process has run one.
+SWEEP_LAST_SUCCESS = Gauge(
+    "memory_history_sweep_last_success_timestamp_seconds",
+    "When this process's last sweep pass over all orgs finished without failing or being"
+    " interrupted (Unix time)",
+)
+PURGE_LAST_SUCCESS = Gauge(
+    "memory_history_purge_last_success_timestamp_seconds",
+    "When this process's last retention purge of all orgs finished without failing (Unix time)",
+)
 
 
 def record_ingest(inserted: int, duplicates: int) -> None:
@@ -98,15 +111,21 @@ def record_sweep(
     SWEEP_OPEN_WINDOWS.set(report.windows_open)
     for reason in report.stall_reasons:
         SWEEP_STALLS.labels(reason).inc()
+    # A stalled partition is its own alert (stalls, the model's circuit); a pass that was
+    # stopped between batches did not get through, so it does not count as one.
+    if all_orgs and not report.partitions_interrupted:
+        SWEEP_LAST_SUCCESS.set(time.time())
 
 
 def record_search(state: SemanticState) -> None:
     SEARCHES.labels(state.value).inc()
 
 
-def record_purge(report: PurgeReport) -> None:
+def record_purge(report: PurgeReport, *, all_orgs: bool = True) -> None:
     PURGED.labels("events").inc(report.events_deleted)
     PURGED.labels("embeddings").inc(report.embeddings_deleted)
+    if all_orgs:
+        PURGE_LAST_SUCCESS.set(time.time())
 
 
 class HistoryMetrics:
@@ -126,4 +145,4 @@ class HistoryMetrics:
                 all_orgs="org_id" not in call.labels,
             )
         elif isinstance(result, PurgeReport):
-            record_purge(result)
+            record_purge(result, all_orgs="org_id" not in call.labels)
