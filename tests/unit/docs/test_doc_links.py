@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
 ADRS = ROOT / "docs" / "adr"
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 # A path into one of the repository's top-level folders, not part of a longer path or URL.
