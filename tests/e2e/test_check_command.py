@@ -35,10 +35,26 @@ def test_check_prints_recall_per_pair_and_exits_by_threshold(
     assert sum(p["questions"] for p in document["pairs"]) == 48
     recall = document["overall"]["model_recall"]
     assert 0 <= recall < 1  # a hash model is no multilingual model
+    precision = document["precision"]
+    assert precision["k"] == 5 and precision["no_answer_queries"] >= 50
+    for rule in ("by_similarity", "by_relevance"):
+        pairs = {(p["question"], p["document"]) for p in precision[rule]["pairs"]}
+        assert {(a, b) for a in LANGUAGES for b in LANGUAGES} <= pairs
+        assert [x["question"] for x in precision[rule]["empty_share_by_language"]] == sorted(
+            LANGUAGES
+        )
+    # The top 5 by similarity always has 5 hits: no no-answer query is answered empty.
+    assert precision["by_similarity"]["empty_share"] == 0.0
+    assert precision["by_similarity"]["off_topic_per_query"] > 3
+    assert (
+        precision["by_relevance"]["off_topic_per_query"]
+        < precision["by_similarity"]["off_topic_per_query"]
+    )
 
     assert main(["check", "--model", "hash:1024", "--threshold", "0.99"]) == EXIT_BELOW_THRESHOLD
     out, err = capsys.readouterr()
     assert "model recall" in out and "full text recall" in out
+    assert "off topic per query" in out and "empty share" in out
     assert "passed:" in out and "no" in out.split("passed:")[1]
     assert "check hash:1024: 100%" in err  # the progress bar
     assert main(["check", "--model", "hash:1024", "--threshold", str(recall)]) == 0

@@ -1,13 +1,24 @@
 """`memory check`: how well a model retrieves across English, Malay, Chinese and rojak,
-beside what full-text search alone finds, before an operator turns semantic search on."""
+beside what full-text search alone finds, and how much of what it returns is on topic (the
+precision set, judged with and without the relevance rule), before an operator turns
+semantic search on."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from memory.application.embedding import EmbeddingModel
+from memory.datasets.precision_check import PrecisionQuery, PrecisionSet
 from memory.datasets.retrieval_check import CheckSet
+from memory.domain.relevance import (
+    DEFAULT_MIN_RELEVANCE,
+    RelevanceFilter,
+    relevances,
+    script_group,
+)
+from memory.domain.retrieval_precision import Judged, PrecisionTable
 from memory.domain.retrieval_recall import Answered, RecallTable, top_k
 
 
@@ -45,3 +56,81 @@ def check_model(
 
 def _dot(a: Sequence[float], b: Sequence[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+@dataclass(frozen=True)
+class PrecisionReport:
+    """The precision check: today's answer (the top k by similarity, no floor) beside the
+    answer the relevance rule gives (the top k by relevance, at least `min_relevance`)."""
+
+    min_relevance: float
+    unfiltered: PrecisionTable
+    relevance: PrecisionTable
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredQuery:
+    """One query's similarity to every document, with each document's script group."""
+
+    query: PrecisionQuery
+    similarities: list[float]
+
+
+def score_precision_set(
+    model: EmbeddingModel,
+    data: PrecisionSet,
+    *,
+    on_question: Callable[[], object] | None = None,
+) -> list[ScoredQuery]:
+    vectors = model.embed_documents([d.text for d in data.documents])
+    scored = []
+    for query in data.queries:
+        q = model.embed_query(query.text)
+        scored.append(ScoredQuery(query, [_dot(q.values, v.values) for v in vectors]))
+        if on_question is not None:
+            on_question()
+    return scored
+
+
+def judge_precision(
+    data: PrecisionSet,
+    scored: Sequence[ScoredQuery],
+    *,
+    k: int,
+    min_relevance: float | None,
+) -> PrecisionTable:
+    """The table for one rule: `None` is today's top k by similarity, a number the top k by
+    relevance that reach it."""
+    groups = [script_group(d.text) for d in data.documents]
+    judged = []
+    for item in scored:
+        if min_relevance is None:
+            ranked = sorted(range(len(groups)), key=lambda i: -item.similarities[i])[:k]
+        else:
+            rel = relevances(list(zip(groups, item.similarities, strict=True)))
+            order = sorted(range(len(groups)), key=lambda i: -(rel[i] or 0.0))[:k]
+            ranked = [i for i in order if RelevanceFilter(min_relevance, True).keeps(rel[i])]
+        judged.append(
+            Judged(
+                item.query.lang,
+                {a: data.language_of(a) for a in item.query.answers},
+                [(data.documents[i].id, data.documents[i].lang) for i in ranked],
+            )
+        )
+    return PrecisionTable.of(judged, k)
+
+
+def check_precision(
+    model: EmbeddingModel,
+    data: PrecisionSet,
+    *,
+    k: int,
+    min_relevance: float = DEFAULT_MIN_RELEVANCE,
+    on_question: Callable[[], object] | None = None,
+) -> PrecisionReport:
+    scored = score_precision_set(model, data, on_question=on_question)
+    return PrecisionReport(
+        min_relevance,
+        judge_precision(data, scored, k=k, min_relevance=None),
+        judge_precision(data, scored, k=k, min_relevance=min_relevance),
+    )

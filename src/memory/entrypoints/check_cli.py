@@ -3,7 +3,10 @@ the service can be configured with, so that an operator can verify a model (bge-
 Ollama, EmbeddingGemma, a TEI server) before turning semantic search on.
 
 Prints recall@k per language pair (question -> document) for the model beside full-text
-search alone, and exits 1 when the model's overall recall is below `--threshold`."""
+search alone, then the precision table (the precision set: recall@5, off-topic hits per
+query and the share of no-answer queries answered empty, per language pair, for the top 5 by
+similarity and for the relevance rule), and exits 1 when the model's overall recall is below
+`--threshold`. Evaluation embeddings are cached under MEMORY_HOME/check-cache."""
 
 from __future__ import annotations
 
@@ -12,8 +15,10 @@ import argparse
 from tqdm import tqdm
 
 from memory.application.embedding import EmbeddingError
-from memory.application.model_check import check_model
+from memory.application.model_check import PrecisionReport, check_model, check_precision
+from memory.datasets.precision_check import load_precision_set
 from memory.datasets.retrieval_check import load_check_set
+from memory.domain.retrieval_precision import PrecisionTable
 from memory.domain.retrieval_recall import RecallTable
 from memory.entrypoints.cli_output import emit, error
 from memory.infrastructure.embedding.spec import InvalidModelSpec
@@ -22,6 +27,8 @@ from memory.infrastructure.settings import Settings
 # Results looked at per question: a history search page shows more, so a document in the
 # top 3 of 12 is one a user would see.
 DEFAULT_K = 3
+# The precision table looks at the top 5, as the issue's acceptance line does (ADR 0112).
+PRECISION_K = 5
 EXIT_BELOW_THRESHOLD = 1
 
 
@@ -50,6 +57,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _check(args: argparse.Namespace) -> int:
     from memory.entrypoints.database_url import database_url
     from memory.infrastructure.embedding.factory import ModelRegistry
+    from memory.infrastructure.embedding.vector_cache import CachedEmbeddingModel
     from memory.infrastructure.history.full_text_ranker import PostgresFullTextRanker
     from memory.infrastructure.postgres.database import Database
 
@@ -64,14 +72,16 @@ def _check(args: argparse.Namespace) -> int:
     registry = ModelRegistry(settings)
     try:
         try:
-            model = registry.get(args.model)
+            model = CachedEmbeddingModel(registry.get(args.model), settings.home / "check-cache")
         except (InvalidModelSpec, EmbeddingError) as exc:
             error(f"--model: {exc}")
             return 2
+        precision_set = load_precision_set()
         with database_url(settings, create=False) as url:
             database = Database(url, min_size=1, max_size=1, timeout=settings.database_timeout)
             database.open()
-            bar = tqdm(total=len(data.queries), unit="question", desc=f"check {args.model}")
+            total = len(data.queries) + len(precision_set.queries)
+            bar = tqdm(total=total, unit="question", desc=f"check {args.model}")
             try:
                 table = check_model(
                     model,
@@ -80,16 +90,22 @@ def _check(args: argparse.Namespace) -> int:
                     k=args.k,
                     on_question=lambda: bar.update(),
                 )
+                precision = check_precision(
+                    model, precision_set, k=PRECISION_K, on_question=lambda: bar.update()
+                )
             except EmbeddingError as exc:
                 error(f"{args.model} failed: {type(exc).__name__}: {exc.message}")
                 return 2
             finally:
+                model.save()
                 bar.close()
                 database.close()
     finally:
         registry.close()
     passed = table.overall_semantic >= args.threshold
-    emit(_document(table, model.identity.id, args.threshold, passed))
+    document = _document(table, model.identity.id, args.threshold, passed)
+    document["precision"] = _precision_document(precision)
+    emit(document)
     return 0 if passed else EXIT_BELOW_THRESHOLD
 
 
@@ -117,4 +133,41 @@ def _document(table: RecallTable, model: str, threshold: float, passed: bool) ->
         },
         "threshold": threshold,
         "passed": passed,
+    }
+
+
+def _precision_document(report: PrecisionReport) -> dict[str, object]:
+    return {
+        "k": report.unfiltered.k,
+        "queries": report.unfiltered.queries,
+        "no_answer_queries": report.unfiltered.no_answer_queries,
+        "min_relevance": report.min_relevance,
+        "by_similarity": _precision_rule(report.unfiltered),
+        "by_relevance": _precision_rule(report.relevance),
+    }
+
+
+def _precision_rule(table: PrecisionTable) -> dict[str, object]:
+    return {
+        "recall": round(table.recall, 3),
+        "off_topic_per_query": round(table.off_topic_per_query, 2),
+        "empty_share": round(table.empty_share, 3),
+        "pairs": [
+            {
+                "question": p.pair[0],
+                "document": p.pair[1],
+                "answers": p.answers,
+                "recall": None if p.recall is None else round(p.recall, 3),
+                "off_topic_per_query": round(p.off_topic_per_query, 2),
+            }
+            for p in table.pairs
+        ],
+        "empty_share_by_language": [
+            {
+                "question": lang.lang,
+                "queries": lang.no_answer_queries,
+                "empty_share": round(lang.empty_share, 3),
+            }
+            for lang in table.languages
+        ],
     }

@@ -1,0 +1,147 @@
+"""Relevance: how far a hit's similarity stands out from what the same query scores against
+everything it searched, so that "nothing matches" can be said per query.
+
+Raw cosine similarity means little on its own: multilingual-e5 puts unrelated text at
+0.70-0.80 and a good match at 0.83-0.90, and every query shifts the whole range. Worse, the
+model scores a query higher against any text in its own script (a Chinese question is closer
+to every Chinese window than to the English window that answers it). So a hit's relevance
+is its similarity standardised against the query's similarity to the searched windows of
+the same script group (Han vs other scripts): `(similarity - mean) / standard deviation`,
+in standard deviations. A group too small to have a meaningful spread borrows the whole
+searched set's distribution; a searched set smaller than that has no relevance at all.
+Measured and chosen in docs/adr/0112.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memory.domain.errors import InvalidInput
+
+# A text is Han when at least this share of its non-space characters are CJK ideographs:
+# rojak with one Chinese word stays Latin, a Chinese message with an English name is Han.
+HAN_SHARE = 0.2
+# Fewer windows than this in a group (or in the whole searched set) give a standard
+# deviation too noisy to standardise against (ADR 0112).
+MIN_DISTRIBUTION = 20
+# The default: a semantic hit must stand this many standard deviations above its group's
+# mean. Chosen on the precision set (ADR 0112): the lowest value at which most no-answer
+# queries get no semantic hit, while recall@5 stays above the top 5 by raw similarity.
+DEFAULT_MIN_RELEVANCE = 2.75
+# `min_relevance` accepts this range; nothing real scores above it.
+MAX_MIN_RELEVANCE = 10.0
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_SPACE = re.compile(r"\s")
+
+
+class ScriptGroup(enum.Enum):
+    HAN = "han"
+    OTHER = "other"
+
+
+def script_group(text: str) -> ScriptGroup:
+    letters = len(text) - len(_SPACE.findall(text))
+    if letters == 0:
+        return ScriptGroup.OTHER
+    return ScriptGroup.HAN if len(_HAN.findall(text)) / letters >= HAN_SHARE else ScriptGroup.OTHER
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarityDistribution:
+    """A query's similarities to a set of windows: their mean, (population) standard
+    deviation and how many there were."""
+
+    mean: float
+    std: float
+    count: int
+
+    @classmethod
+    def of(cls, similarities: Sequence[float]) -> SimilarityDistribution:
+        if not similarities:
+            return cls(0.0, 0.0, 0)
+        return cls(
+            statistics.fmean(similarities), statistics.pstdev(similarities), len(similarities)
+        )
+
+    @property
+    def usable(self) -> bool:
+        return self.count >= MIN_DISTRIBUTION and self.std > 0.0
+
+    def standardise(self, similarity: float) -> float:
+        return (similarity - self.mean) / self.std
+
+
+@dataclass(frozen=True, slots=True)
+class QueryDistribution:
+    """One query's similarity distributions: over the whole searched set and per script
+    group. `relevance` picks the hit's own group when it is large enough."""
+
+    overall: SimilarityDistribution
+    groups: dict[ScriptGroup, SimilarityDistribution]
+
+    @classmethod
+    def of(cls, scored: Sequence[tuple[ScriptGroup, float]]) -> QueryDistribution:
+        by_group: dict[ScriptGroup, list[float]] = {}
+        for group, similarity in scored:
+            by_group.setdefault(group, []).append(similarity)
+        return cls(
+            SimilarityDistribution.of([s for _, s in scored]),
+            {g: SimilarityDistribution.of(s) for g, s in by_group.items()},
+        )
+
+    def relevance(self, group: ScriptGroup, similarity: float) -> float | None:
+        """Standard deviations above the mean of the hit's group (or of everything searched
+        when the group is small); None when even that is too small to calibrate."""
+        own = self.groups.get(group)
+        if own is not None and own.usable:
+            return own.standardise(similarity)
+        if self.overall.usable:
+            return self.overall.standardise(similarity)
+        return None
+
+
+def relevances(scored: Sequence[tuple[ScriptGroup, float]]) -> list[float | None]:
+    """Every item's relevance against the others (the exact scan's view of a query)."""
+    distribution = QueryDistribution.of(scored)
+    return [distribution.relevance(g, s) for g, s in scored]
+
+
+def parse_min_relevance(value: object, *, field: str = "min_relevance") -> float:
+    """A `min_relevance` from a request: a finite number in [0, MAX_MIN_RELEVANCE]."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0.0 <= value <= MAX_MIN_RELEVANCE
+    ):
+        raise InvalidInput(
+            field, f"must be a number between 0 and {MAX_MIN_RELEVANCE:g}, got {value!r}"
+        )
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class RelevanceFilter:
+    """Which semantic hits a search keeps. `explicit` says the caller asked for the floor:
+    then a hit that cannot be calibrated (too few windows searched) is dropped; under the
+    default it is kept, because nothing says it is off-topic."""
+
+    min_relevance: float = DEFAULT_MIN_RELEVANCE
+    explicit: bool = False
+
+    @classmethod
+    def requested(cls, value: float | None) -> RelevanceFilter:
+        if value is None:
+            return cls()
+        return cls(parse_min_relevance(value), explicit=True)
+
+    def keeps(self, relevance: float | None) -> bool:
+        if relevance is None:
+            return not self.explicit
+        return relevance >= self.min_relevance
