@@ -38,6 +38,7 @@ from memory.application.history.ports import (
     ReindexedBatch,
     RowKey,
     StoredEvents,
+    SweepTotals,
     WindowMatch,
 )
 from memory.application.history.service import HistoryPorts
@@ -48,6 +49,7 @@ from memory.domain.history.chat_event import EMBEDDABLE_DECISIONS, EVENT_TYPE_ME
 from memory.domain.history.conversation import ChatMessage
 from memory.domain.history.feature_flags import FlagLayers
 from memory.domain.history.partition import Partition
+from memory.domain.history.partition_listing import PartitionKey
 from memory.domain.history.position import SweepPosition
 from memory.domain.history.search import HistoryHit, HistoryQuery, MatchedBy
 from memory.domain.history.sweep_plan import LateCatchUp, MainRead, PartitionRead, WatermarkMark
@@ -581,6 +583,29 @@ class InMemoryOrgDirectory:
     def forget_org(self, org_id: str) -> None:
         for k in [k for k in self.visits if k[0].org_id == org_id]:
             del self.visits[k]
+
+    def partitions_after(
+        self, org_id: str, after: PartitionKey | None, limit: int
+    ) -> list[Partition]:
+        found = self._events.partitions(org_id)
+        if after is not None:
+            found = [p for p in found if PartitionKey(p.provider, p.channel_id) > after]
+        return found[:limit]
+
+    def sweep_totals(self, org_id: str, model: str) -> SweepTotals:
+        visits = [v for (p, m), v in self.visits.items() if p.org_id == org_id and m == model]
+        return SweepTotals(
+            partitions=len(self._events.partitions(org_id)),
+            messages=sum(1 for r in self._events.rows if r.org_id == org_id),
+            partitions_swept=len(visits),
+            windows_embedded=sum(v.windows_embedded for v, _ in visits),
+            open_windows=sum(v.open_windows for v, _ in visits),
+            poison_windows=sum(v.poison_windows for v, _ in visits),
+            poison_events=sum(v.poison_events for v, _ in visits),
+            partitions_stalled=sum(1 for v, _ in visits if v.stalled),
+            last_swept_at=max((v.at for v, _ in visits), default=None),
+            last_embedded_at=max((e for _, e in visits if e is not None), default=None),
+        )
 
     def page(self, query: OrgPageQuery) -> list[OrgRow]:
         known = {p.org_id for p in self._events.partitions()}

@@ -239,8 +239,12 @@ class AsyncMemoryClient:
         `next_cursor` back as `cursor` for the next."""
         return await self._one(lambda: calls.orgs(limit=limit, prefix=prefix, cursor=cursor))
 
-    async def sweep_status(self, org_id: str) -> s.SweepStatusBody:
-        return await self._one(lambda: calls.sweep_status(org_id))
+    async def sweep_status(
+        self, org_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> s.SweepStatusBody:
+        """The org's totals and one page of its partitions; pass `next_cursor` back as
+        `cursor` for the next."""
+        return await self._one(lambda: calls.sweep_status(org_id, limit=limit, cursor=cursor))
 
     async def global_flags(self) -> s.GlobalFlagsBody:
         return await self._one(calls.global_flags)

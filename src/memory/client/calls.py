@@ -186,8 +186,9 @@ def sweep(org_id: str | None) -> Call[s.SweepReportBody]:
     return Call("POST", "/v1/sweep", s.SweepReportBody, body=_body(h.SweepBody(org_id=org_id)))
 
 
-def sweep_status(org_id: str) -> Call[s.SweepStatusBody]:
-    return Call("GET", f"{_org(org_id)}/sweep", s.SweepStatusBody)
+def sweep_status(org_id: str, *, limit: int | None, cursor: str | None) -> Call[s.SweepStatusBody]:
+    params = _params(limit=limit, cursor=cursor)
+    return Call("GET", f"{_org(org_id)}/sweep", s.SweepStatusBody, params=params)
 
 
 def global_flags() -> Call[s.GlobalFlagsBody]:

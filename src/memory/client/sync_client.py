@@ -233,8 +233,12 @@ class MemoryClient:
         `next_cursor` back as `cursor` for the next."""
         return self._one(lambda: calls.orgs(limit=limit, prefix=prefix, cursor=cursor))
 
-    def sweep_status(self, org_id: str) -> s.SweepStatusBody:
-        return self._one(lambda: calls.sweep_status(org_id))
+    def sweep_status(
+        self, org_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> s.SweepStatusBody:
+        """The org's totals and one page of its partitions; pass `next_cursor` back as
+        `cursor` for the next."""
+        return self._one(lambda: calls.sweep_status(org_id, limit=limit, cursor=cursor))
 
     def global_flags(self) -> s.GlobalFlagsBody:
         return self._one(calls.global_flags)

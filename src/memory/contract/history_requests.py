@@ -20,6 +20,7 @@ from memory.domain.history.chat_event import (
 )
 from memory.domain.history.chat_input import KIND_PATTERN, ORG_ID_PATTERN, PROVIDER_PATTERN
 from memory.domain.history.org_directory import DIRECTORY_LIMIT_DEFAULT, DIRECTORY_LIMIT_MAX
+from memory.domain.history.partition_listing import PARTITION_PAGE_DEFAULT, PARTITION_PAGE_MAX
 from memory.domain.history.retention import RETENTION_DAYS_MAX, RETENTION_DAYS_MIN
 from memory.domain.history.search import MAX_QUERY_CHARS, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX
 from memory.domain.policy.cursor import CURSOR_MAX_CHARS
@@ -106,6 +107,13 @@ class OrgListingParams(QueryParams):
     # The start of an org id (shaped like one).
     prefix: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
     # The `next_cursor` of the previous page.
+    cursor: str | None = Field(default=None, min_length=1, max_length=CURSOR_MAX_CHARS)
+
+
+class SweepStatusParams(QueryParams):
+    # Partitions per page.
+    limit: QueryInt = Field(default=PARTITION_PAGE_DEFAULT, ge=1, le=PARTITION_PAGE_MAX)
+    # The `next_cursor` of the previous page (of the same org).
     cursor: str | None = Field(default=None, min_length=1, max_length=CURSOR_MAX_CHARS)
 
 

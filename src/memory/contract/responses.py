@@ -302,11 +302,34 @@ class PartitionStatusBody(Answer):
     last_advanced_at: datetime | None
 
 
+class SweepTotalsBody(Answer):
+    """The whole org, from counts kept up to date by the writes (never a scan of its
+    partitions); the sweep figures are the active model's, summed over the partitions as
+    each one's last sweep visit left it."""
+
+    partitions: int = Field(description="Every partition (provider, channel) of the org.")
+    messages: int = Field(description="Exact number of stored chat events.")
+    partitions_swept: int = Field(description="Partitions the sweep has visited.")
+    windows_embedded: int
+    open_windows: int = Field(description="Windows still open at the end of the last visits.")
+    poison_windows: int
+    poison_events: int
+    partitions_stalled: int
+    last_swept_at: datetime | None
+    last_embedded_at: datetime | None
+
+
 class SweepStatusBody(Answer):
     org_id: str
     model: str
     semantic_search: bool
-    partitions: list[PartitionStatusBody]
+    totals: SweepTotalsBody
+    partitions: list[PartitionStatusBody] = Field(
+        description="One page of the org's partitions, in order of (provider, channel_id)."
+    )
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page of partitions (null: the last page)."
+    )
 
 
 class GlobalFlagBody(Answer):

@@ -16,6 +16,7 @@ from memory.application.history.service import HistoryService
 from memory.application.history.sweep import PartitionReport
 from memory.domain.audit.admin_action import Actor
 from memory.domain.errors import DomainError, InvalidInput
+from memory.domain.history.partition_listing import PARTITION_PAGE_DEFAULT, PARTITION_PAGE_MAX
 from memory.entrypoints.cli_output import emit, error, wants_json
 from memory.entrypoints.operator import cli_actor
 from memory.infrastructure.settings import Settings
@@ -172,7 +173,7 @@ def _retention(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
-        status = history.sweep_status(args.org_id)
+        status = history.sweep_status(args.org_id, limit=args.limit, cursor=args.cursor)
         _print(
             {
                 "org_id": args.org_id,
@@ -180,6 +181,7 @@ def _status(args: argparse.Namespace) -> int:
                 "models_stored": history.stored_models(),
                 # Non-zero after an upgrade until `memory history reindex` has run.
                 "full_text_rows_to_reindex": history.stale_full_text_rows(args.org_id),
+                "totals": status.totals,
                 "partitions": [
                     {
                         "partition": str(s.partition),
@@ -193,6 +195,7 @@ def _status(args: argparse.Namespace) -> int:
                     }
                     for s in status.partitions
                 ],
+                "next_cursor": status.next_cursor,
             }
         )
     return 0
@@ -267,8 +270,21 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     retention.add_argument("org_id", metavar="ORG")
     retention.add_argument("--days", type=int, help="set the retention to this many days")
     retention.set_defaults(func=_retention)
-    status = commands.add_parser("status", help="sweep progress of an org, per partition")
+    status = commands.add_parser(
+        "status",
+        help="sweep progress of an org: its totals and a page of its partitions",
+        description=(
+            "The org's totals and one page of its partitions, in order of provider and "
+            "channel; pass the printed next cursor as --cursor for the next page."
+        ),
+    )
     status.add_argument("org_id", metavar="ORG")
+    status.add_argument(
+        "--limit",
+        type=int,
+        help=f"partitions per page (1..{PARTITION_PAGE_MAX}, default {PARTITION_PAGE_DEFAULT})",
+    )
+    status.add_argument("--cursor", help="the next cursor a previous page printed")
     status.set_defaults(func=_status)
     orgs = commands.add_parser(
         "orgs",

@@ -106,6 +106,8 @@ def test_the_history_lifecycle_through_the_client(served: str) -> None:
         assert memory.sweep("acme").windows_embedded == 1
         status = memory.sweep_status("acme")
         assert status.partitions[0].windows_embedded == 1
+        assert (status.totals.partitions, status.totals.windows_embedded) == (1, 1)
+        assert memory.sweep_status("acme", limit=1).next_cursor is None
         found = memory.search_history("acme", "password", limit=5)
         assert (found.semantic, found.pending_windows) == ("on", 0)
         assert found.results[0].event_id == "m1"

@@ -154,3 +154,25 @@ def test_history_orgs_lists_the_directory_as_json_and_as_a_table(
 
     code, out, err = run("history", "orgs", "--limit", "0")
     assert code == 2 and "limit" in err
+
+
+def test_status_pages_partitions_and_names_a_bad_argument(cli_env: str, run: RunCli) -> None:
+    run("history", "status", "acme")
+    seed(cli_env)
+    with psycopg.connect(cli_env) as conn:
+        conn.execute(
+            "INSERT INTO dw_chat_partitions (org_id, provider, external_channel_id)"
+            " VALUES ('acme', 'slack', 'C2')"
+        )
+    code, out, _ = run("history", "status", "acme", "--limit", "1")
+    first = json.loads(out)
+    assert code == 0
+    assert [p["partition"] for p in first["partitions"]] == ["acme/slack/C1"]
+    assert (first["totals"]["partitions"], first["totals"]["messages"]) == (2, 3)
+    code, out, _ = run("history", "status", "acme", "--cursor", first["next_cursor"])
+    second = json.loads(out)
+    assert [p["partition"] for p in second["partitions"]] == ["acme/slack/C2"]
+    assert second["next_cursor"] is None
+    for argv, named in ((("--limit", "0"), "--limit"), (("--cursor", "nonsense"), "--cursor")):
+        code, _, err = run("history", "status", "acme", *argv)
+        assert code == 2 and named in err, err

@@ -178,3 +178,31 @@ def test_the_async_client_retries_and_walks_search_pages() -> None:
     bodies = [json.loads(r.content) for r in seen]
     assert bodies[1] == {"query": "q", "limit": 1}
     assert bodies[2] == {"query": "q", "limit": 1, "cursor": "c1"}
+
+
+def test_sweep_status_sends_its_page_and_reads_the_totals() -> None:
+    totals = {
+        "partitions": 3,
+        "messages": 9,
+        "partitions_swept": 2,
+        "windows_embedded": 4,
+        "open_windows": 1,
+        "poison_windows": 0,
+        "poison_events": 0,
+        "partitions_stalled": 0,
+        "last_swept_at": None,
+        "last_embedded_at": None,
+    }
+    body = {
+        "org_id": "acme",
+        "model": "hash:1024",
+        "semantic_search": True,
+        "totals": totals,
+        "partitions": [],
+        "next_cursor": "c2",
+    }
+    handler, seen = scripted(httpx.Response(200, json=body))
+    status = client(handler, []).sweep_status("acme", limit=2, cursor="c1")
+    assert (status.totals.partitions, status.next_cursor) == (3, "c2")
+    assert seen[0].url.path == "/v1/orgs/acme/sweep"
+    assert dict(seen[0].url.params) == {"limit": "2", "cursor": "c1"}

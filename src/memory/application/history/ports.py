@@ -15,6 +15,7 @@ from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.conversation import ConversationWindow
 from memory.domain.history.feature_flags import FlagLayers
 from memory.domain.history.partition import Partition
+from memory.domain.history.partition_listing import PartitionKey
 from memory.domain.history.position import SweepPosition
 from memory.domain.history.search import HistoryHit, HistoryQuery
 from memory.domain.history.sweep_plan import LateCatchUp, MainRead, PartitionRead, WatermarkMark
@@ -259,6 +260,24 @@ class OrgRow:
     last_swept_at: datetime | None
 
 
+@dataclass(frozen=True, slots=True)
+class SweepTotals:
+    """An org's totals as maintained counts (migrations 0206 and 0210): its partitions and
+    messages, and for one model the sums over the partition states the sweep's last visits
+    left. Read in one row however many partitions the org has."""
+
+    partitions: int
+    messages: int
+    partitions_swept: int
+    windows_embedded: int
+    open_windows: int
+    poison_windows: int
+    poison_events: int
+    partitions_stalled: int
+    last_swept_at: datetime | None
+    last_embedded_at: datetime | None
+
+
 class OrgDirectoryStore(Protocol):
     """The orgs the history context knows (any with partitions, an org flag or a retention
     setting) with per-org aggregates, and the sweep's per-partition state they sum."""
@@ -273,4 +292,15 @@ class OrgDirectoryStore(Protocol):
 
     def forget_model(self, model: str) -> int:
         """Drop every partition state of `model` (its rows and watermarks were dropped)."""
+        ...
+
+    def partitions_after(
+        self, org_id: str, after: PartitionKey | None, limit: int
+    ) -> list[Partition]:
+        """Up to `limit` partitions of the org after `after` (None: from the first), in the
+        order of (provider, channel id): one index range, whatever the org's size."""
+        ...
+
+    def sweep_totals(self, org_id: str, model: str) -> SweepTotals:
+        """The org's maintained totals (zeros for an org the context does not know)."""
         ...

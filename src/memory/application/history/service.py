@@ -36,6 +36,7 @@ from memory.application.history.ports import (
     OrgDirectoryStore,
     PartitionLockFactory,
     RetentionStore,
+    SweepTotals,
     WatermarkRepository,
     WindowEmbeddings,
 )
@@ -60,6 +61,7 @@ from memory.domain.errors import FieldChecks
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.chat_input import check_event, check_events, check_org_id
 from memory.domain.history.org_directory import OrgListing
+from memory.domain.history.partition_listing import PartitionListing
 from memory.domain.history.search import HistoryQuery, HistorySearchResult
 from memory.domain.time_range import DEFAULT_MAX_FUTURE_SKEW
 
@@ -70,12 +72,15 @@ FULL_TEXT_WORKERS = 4
 
 @dataclass(frozen=True, slots=True)
 class OrgSweepStatus:
-    """How far the sweep got for one org: per partition, for the active model."""
+    """How far the sweep got for one org, for the active model: its totals and one page of
+    its partitions (`next_cursor` for the next, None after the last)."""
 
     org_id: str
     model: str
     semantic_search: bool
+    totals: SweepTotals
     partitions: list[PartitionStatus]
+    next_cursor: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +159,12 @@ class HistoryService:
             directory=ports.directory,
         )
         self._status = SweepStatus(
-            events=ports.events, watermarks=ports.watermarks, model=model, clock=clock
+            events=ports.events,
+            watermarks=ports.watermarks,
+            directory=ports.directory,
+            cursors=cursors,
+            model=model,
+            clock=clock,
         )
         self._flags = FeatureFlags(ports.flags)
         self._retention = HistoryRetention(
@@ -288,16 +298,23 @@ class HistoryService:
 
         return self._observed.run("sweep", run, **labels)
 
-    def sweep_status(self, org_id: str) -> OrgSweepStatus:
-        """Per partition of the org: watermark, lag, poison windows, stalls."""
+    def sweep_status(
+        self, org_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> OrgSweepStatus:
+        """The org's totals, and per partition of one keyset page (`limit` of them, after
+        `cursor`): watermark, lag, poison windows, stalls. `InvalidInput` names `limit` or
+        `cursor`."""
 
         def run() -> OrgSweepStatus:
             check_org_id(org_id)
+            page = self._status(org_id, PartitionListing.parse(limit=limit, cursor=cursor))
             return OrgSweepStatus(
                 org_id=org_id,
                 model=self._model_id,
                 semantic_search=self._flags.semantic_search(org_id),
-                partitions=self._status(org_id),
+                totals=page.totals,
+                partitions=page.partitions,
+                next_cursor=page.next_cursor,
             )
 
         return self._observed.run("sweep_status", run)

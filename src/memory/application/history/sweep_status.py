@@ -1,4 +1,6 @@
-"""How far the sweep is behind, per partition of an org (for operators)."""
+"""How far the sweep is behind for an org (for operators): its totals from maintained counts
+and its partitions a keyset page at a time, each with its watermark and what the sweep would
+read next (docs/adr/0093)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,24 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memory.application.embedding import EmbeddingModel
-from memory.application.history.ports import ChatEventLog, Clock, WatermarkRepository
+from memory.application.history.org_directory import SignedCursors
+from memory.application.history.ports import (
+    ChatEventLog,
+    Clock,
+    OrgDirectoryStore,
+    SweepTotals,
+    WatermarkRepository,
+)
 from memory.application.history.sweep import SWEEP_READ_LIMIT
 from memory.domain.history.conversation import TokenBudget
 from memory.domain.history.partition import Partition
+from memory.domain.history.partition_listing import (
+    PartitionKey,
+    PartitionListing,
+    partition_fingerprint,
+    partition_from_payload,
+    partition_payload,
+)
 from memory.domain.history.sweep_plan import PartitionRead, WatermarkMark, plan
 from memory.domain.history.watermark import PoisonEvent, PoisonWindow, SweepWatermark
 
@@ -34,23 +50,55 @@ class PartitionStatus:
     last_advanced_at: datetime | None
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionStatusPage:
+    """One page of an org's partitions with the org's totals; `next_cursor` asks for the
+    next page (None: this is the last)."""
+
+    partitions: list[PartitionStatus]
+    totals: SweepTotals
+    next_cursor: str | None
+
+
 class SweepStatus:
     def __init__(
         self,
         *,
         events: ChatEventLog,
         watermarks: WatermarkRepository,
+        directory: OrgDirectoryStore,
+        cursors: SignedCursors,
         model: EmbeddingModel,
         clock: Clock,
     ) -> None:
         self._events = events
         self._watermarks = watermarks
+        self._directory = directory
+        self._cursors = cursors
         self._model_id = model.identity.id
         self._budget = TokenBudget(model.max_input_tokens, model.count_tokens)
         self._clock = clock
 
-    def __call__(self, org_id: str) -> list[PartitionStatus]:
-        return [self._status(p) for p in self._events.partitions(org_id)]
+    def __call__(self, org_id: str, listing: PartitionListing) -> PartitionStatusPage:
+        """Totals are one row and the page one index range: the cost is the page's, however
+        many partitions the org has (each row still reads its watermark and next batch)."""
+        fingerprint = partition_fingerprint(org_id)
+        after = None
+        if listing.cursor is not None:
+            payload = self._cursors.unseal(listing.cursor)
+            after = partition_from_payload(payload, fingerprint=fingerprint)
+        # One more than the page: whether a next page exists without a second query.
+        found = self._directory.partitions_after(org_id, after, listing.limit + 1)
+        page = found[: listing.limit]
+        next_cursor = None
+        if len(found) > listing.limit:
+            last = PartitionKey(page[-1].provider, page[-1].channel_id)
+            next_cursor = self._cursors.seal(partition_payload(last, fingerprint))
+        return PartitionStatusPage(
+            partitions=[self._status(p) for p in page],
+            totals=self._directory.sweep_totals(org_id, self._model_id),
+            next_cursor=next_cursor,
+        )
 
     def pending_windows(self, org_id: str) -> int:
         """Conversation windows of the org the sweep has not embedded yet (closed ones and

@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Route
 from memory.application.access.service import actor_of
 from memory.application.history.feature_flags import GlobalFlag, OrgFlag
 from memory.application.history.org_directory import OrgSummary
+from memory.application.history.ports import SweepTotals
 from memory.application.history.retention import Retention
 from memory.application.history.service import HistoryService
 from memory.application.history.sweep_status import PartitionStatus
@@ -28,6 +29,7 @@ from memory.contract.history_requests import (
     RetentionBody,
     SearchParams,
     SweepBody,
+    SweepStatusParams,
 )
 from memory.contract.responses import (
     ErasureBody,
@@ -56,6 +58,7 @@ from memory.contract.responses import (
     StallBody,
     SweepReportBody,
     SweepStatusBody,
+    SweepTotalsBody,
     WatermarkBody,
 )
 from memory.domain.access.scopes import Scope
@@ -192,14 +195,23 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         )
 
     async def sweep_status(request: Request) -> Response:
-        org_id = _org(request)
-        status = await watched(lambda: service.sweep_status(org_id))
+        checks = RequestChecks()
+        org = checks.path(request, OrgPath)
+        params = checks.query(request, SweepStatusParams)
+        checks.raise_any()
+        assert org is not None and params is not None
+        org_id = org.org_id
+        status = await watched(
+            lambda: service.sweep_status(org_id, limit=params.limit, cursor=params.cursor)
+        )
         return AnswerResponse(
             SweepStatusBody(
                 org_id=status.org_id,
                 model=status.model,
                 semantic_search=status.semantic_search,
+                totals=_sweep_totals(status.totals),
                 partitions=[_partition_status(s) for s in status.partitions],
+                next_cursor=status.next_cursor,
             )
         )
 
@@ -380,6 +392,21 @@ def _hit(hit: HistoryHit) -> HistoryHitBody:
         matched_by=hit.matched_by.value,
         similarity=None if hit.similarity is None else round(hit.similarity, 6),
         window_id=hit.window_id,
+    )
+
+
+def _sweep_totals(totals: SweepTotals) -> SweepTotalsBody:
+    return SweepTotalsBody(
+        partitions=totals.partitions,
+        messages=totals.messages,
+        partitions_swept=totals.partitions_swept,
+        windows_embedded=totals.windows_embedded,
+        open_windows=totals.open_windows,
+        poison_windows=totals.poison_windows,
+        poison_events=totals.poison_events,
+        partitions_stalled=totals.partitions_stalled,
+        last_swept_at=totals.last_swept_at,
+        last_embedded_at=totals.last_embedded_at,
     )
 
 

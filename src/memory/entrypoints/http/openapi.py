@@ -212,7 +212,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "POST /v1/sweep", "runSweep", "Run one sweep pass now", s.SweepReportBody,
         body=h.SweepBody, body_optional=True,
     ),
-    _history(f"GET {ORG}/sweep", "sweepStatus", "Sweep progress per partition", s.SweepStatusBody),
+    _history(
+        f"GET {ORG}/sweep", "sweepStatus",
+        "Sweep progress: the org's totals and a keyset page of its partitions",
+        s.SweepStatusBody, query=h.SweepStatusParams,
+    ),
     _flags("GET /v1/feature-flags", "listGlobalFlags", "Global feature flags", s.GlobalFlagsBody),
     _flags(
         "GET /v1/feature-flags/{flag}", "getGlobalFlag", "One global flag", s.GlobalFlagBody,

@@ -1,11 +1,12 @@
-"""The org directory in PostgreSQL: `dw_orgs` (every known org and its exact message count,
-kept by triggers) and `dw_sweep_partition_state` (each partition's sweep state, written at
-the end of each visit), migration 0206, docs/adr/0070.
+"""The org directory in PostgreSQL: `dw_orgs` (every known org, its exact message and
+partition counts, kept by triggers), `dw_sweep_partition_state` (each partition's sweep
+state, written at the end of each visit) and `dw_org_sweep_totals` (its sums per org and
+model, kept by triggers), migrations 0206 and 0210, docs/adr/0070 and 0093.
 
 A page is one statement: the page's org ids by primary key, then per org a handful of index
-probes (its flags, retention, partitions and their states, and per partition the oldest
-message after its watermark). Its cost grows with the page's partitions, never with the
-number of orgs or messages.
+probes (its flags, retention and totals, and per partition the oldest message after its
+watermark, the one figure not maintained yet). The sweep status reads an org's totals in one
+row and its partitions a keyset page at a time.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from typing import Any, cast
 
 from psycopg import sql
 
-from memory.application.history.ports import OrgPageQuery, OrgRow, PartitionVisit
+from memory.application.history.ports import OrgPageQuery, OrgRow, PartitionVisit, SweepTotals
 from memory.domain.history.org_directory import prefix_range
+from memory.domain.history.partition import Partition
+from memory.domain.history.partition_listing import PartitionKey
 from memory.domain.time_range import AcceptedTimeRange
 from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
 from memory.infrastructure.history.sql_filters import EMBEDDABLE
@@ -27,7 +30,7 @@ from memory.infrastructure.postgres.database import Database
 _PAGE = sql.SQL(
     """
     WITH page AS (
-        SELECT org_id, messages FROM dw_orgs
+        SELECT org_id, messages, partitions FROM dw_orgs
         WHERE TRUE {after} {prefix} {visible}
         ORDER BY org_id
         LIMIT %(limit)s
@@ -35,20 +38,22 @@ _PAGE = sql.SQL(
     SELECT
         p.org_id,
         p.messages,
+        p.partitions,
         (SELECT coalesce(jsonb_object_agg(f.flag, f.enabled), '{{}}'::jsonb)
          FROM org_feature_flags f WHERE f.org_id = p.org_id COLLATE "default") AS org_flags,
         (SELECT r.retention_days FROM dw_org_retention r
          WHERE r.org_id = p.org_id COLLATE "default") AS retention_days,
-        parts.partitions,
-        parts.oldest_unswept_at,
-        states.open_windows,
-        states.poison_windows,
-        states.poison_events,
-        states.last_embedded_at,
-        states.last_swept_at
+        waiting.oldest_unswept_at,
+        coalesce(t.open_windows, 0) AS open_windows,
+        coalesce(t.poison_windows, 0) AS poison_windows,
+        coalesce(t.poison_events, 0) AS poison_events,
+        t.embedded_at AS last_embedded_at,
+        t.swept_at AS last_swept_at
     FROM page p
+    LEFT JOIN dw_org_sweep_totals t
+        ON t.org_id = p.org_id COLLATE "default" AND t.model = %(model)s
     CROSS JOIN LATERAL (
-        SELECT count(*) AS partitions, min(next.occurred_at) AS oldest_unswept_at
+        SELECT min(next.occurred_at) AS oldest_unswept_at
         FROM dw_chat_partitions cp
         LEFT JOIN dw_sweep_partition_state s
             ON s.org_id = cp.org_id AND s.provider = cp.provider
@@ -70,16 +75,7 @@ _PAGE = sql.SQL(
             LIMIT 1
         ) next ON TRUE
         WHERE cp.org_id = p.org_id COLLATE "default"
-    ) parts
-    CROSS JOIN LATERAL (
-        SELECT coalesce(sum(s.open_windows), 0) AS open_windows,
-               coalesce(sum(s.poison_windows), 0) AS poison_windows,
-               coalesce(sum(s.poison_events), 0) AS poison_events,
-               max(s.embedded_at) AS last_embedded_at,
-               max(s.swept_at) AS last_swept_at
-        FROM dw_sweep_partition_state s
-        WHERE s.org_id = p.org_id COLLATE "default" AND s.model = %(model)s
-    ) states
+    ) waiting
     ORDER BY p.org_id
     """
 )
@@ -111,6 +107,37 @@ ON CONFLICT (org_id, provider, external_channel_id, model) DO UPDATE SET
     open_windows = excluded.open_windows,
     swept_at = excluded.swept_at,
     embedded_at = coalesce(excluded.embedded_at, s.embedded_at)
+"""
+
+# A keyset range of the primary key (org_id, provider, external_channel_id): the row compare
+# spans the whole key so the index scan starts right after the previous page's last row.
+_PARTITIONS = sql.SQL(
+    """
+    SELECT provider, external_channel_id FROM dw_chat_partitions
+    WHERE org_id = %(org_id)s {after}
+    ORDER BY org_id, provider, external_channel_id
+    LIMIT %(limit)s
+    """
+)
+_PARTITIONS_AFTER = sql.SQL(
+    "AND (org_id, provider, external_channel_id) > (%(org_id)s, %(provider)s, %(channel_id)s)"
+)
+
+# Two primary-key probes: the org's counts (0206, 0210) and its sweep totals for the model.
+_TOTALS = """
+SELECT coalesce(o.partitions, 0) AS partitions,
+       coalesce(o.messages, 0) AS messages,
+       coalesce(t.partitions, 0) AS partitions_swept,
+       coalesce(t.windows_embedded, 0) AS windows_embedded,
+       coalesce(t.open_windows, 0) AS open_windows,
+       coalesce(t.poison_windows, 0) AS poison_windows,
+       coalesce(t.poison_events, 0) AS poison_events,
+       coalesce(t.stalled, 0) AS stalled,
+       t.swept_at,
+       t.embedded_at
+FROM (SELECT %(org_id)s::text AS org_id) AS asked
+LEFT JOIN dw_orgs o ON o.org_id = asked.org_id COLLATE "C"
+LEFT JOIN dw_org_sweep_totals t ON t.org_id = asked.org_id AND t.model = %(model)s
 """
 
 
@@ -153,6 +180,36 @@ class PostgresOrgDirectory:
             return conn.execute(
                 "DELETE FROM dw_sweep_partition_state WHERE model = %s", (model,)
             ).rowcount
+
+    def partitions_after(
+        self, org_id: str, after: PartitionKey | None, limit: int
+    ) -> list[Partition]:
+        params: dict[str, Any] = {"org_id": org_id, "limit": limit}
+        keyset = sql.SQL("")
+        if after is not None:
+            keyset = _PARTITIONS_AFTER
+            params |= {"provider": after.provider, "channel_id": after.channel_id}
+        with self._db.connection() as conn:
+            rows = conn.execute(_PARTITIONS.format(after=keyset), params).fetchall()
+        return [Partition(org_id, str(r["provider"]), str(r["external_channel_id"])) for r in rows]
+
+    def sweep_totals(self, org_id: str, model: str) -> SweepTotals:
+        with self._db.connection() as conn:
+            found = conn.execute(_TOTALS, {"org_id": org_id, "model": model}).fetchone()
+        assert found is not None  # the statement always answers one row
+        row = cast(dict[str, Any], found)
+        return SweepTotals(
+            partitions=int(row["partitions"]),
+            messages=int(row["messages"]),
+            partitions_swept=int(row["partitions_swept"]),
+            windows_embedded=int(row["windows_embedded"]),
+            open_windows=int(row["open_windows"]),
+            poison_windows=int(row["poison_windows"]),
+            poison_events=int(row["poison_events"]),
+            partitions_stalled=int(row["stalled"]),
+            last_swept_at=cast(datetime | None, row["swept_at"]),
+            last_embedded_at=cast(datetime | None, row["embedded_at"]),
+        )
 
 
 def page_statement(query: OrgPageQuery) -> tuple[sql.Composed, dict[str, Any]]:
