@@ -311,3 +311,44 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
     _assert_key_kept_in_the_session_only(driver, TEST_ADMIN_TOKEN)
     # The refused retention and threshold only.
     _assert_nothing_from_elsewhere(driver, base, expected=(422,))
+
+
+def test_an_org_with_many_partitions_is_shown_a_page_at_a_time(
+    demo_server: str, browser: webdriver.Chrome
+) -> None:
+    base, driver = demo_server, browser
+    org = "many-channels"
+    events = [
+        {
+            "provider": "webchat",
+            "channel_id": f"S{i:03d}",
+            "sender": "visitor",
+            "text": f"a question from visitor number {i}",
+            "occurred_at": "2026-11-01T10:00:00+00:00",
+        }
+        for i in range(120)
+    ]
+    ingested = httpx.post(
+        f"{base}/v1/orgs/{org}/chat-events", json={"events": events}, headers=AUTH_HEADERS
+    )
+    assert ingested.status_code == 201, ingested.text
+    driver.get(f"{base}/console#/orgs/{org}")
+    enter_key(driver, TEST_ADMIN_TOKEN)
+    text_of(driver, "sweep-partitions", "120")
+    text_of(driver, "partitions-page", "page 1 of 3: 50 shown")
+    first = text_of(driver, "partitions", "webchat/S000")
+    assert "webchat/S049" in first and "webchat/S050" not in first
+    _click(driver, "#partitions-next")
+    text_of(driver, "partitions-page", "page 2 of 3")
+    second = text_of(driver, "partitions", "webchat/S050")
+    assert "webchat/S000" not in second and "webchat/S099" in second
+    _click(driver, "#partitions-next")
+    text_of(driver, "partitions-page", "page 3 of 3: 20 shown")
+    assert shown(driver, "partitions").find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert not wait_for(driver, lambda d: d.find_element(By.ID, "partitions-next")).is_enabled()
+    _click(driver, "#partitions-previous")
+    text_of(driver, "partitions", "webchat/S050")
+    _click(driver, "#partitions-previous")
+    text_of(driver, "partitions", "webchat/S000")
+    assert not wait_for(driver, lambda d: d.find_element(By.ID, "partitions-previous")).is_enabled()
+    _assert_nothing_from_elsewhere(driver, base, expected=())

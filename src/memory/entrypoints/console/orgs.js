@@ -6,6 +6,8 @@ import { badge, errorBox, facts, field, h, replace, seconds, table, when, yesNo 
 import { may, notAllowed, ownKey } from "./key.js";
 
 const DIRECTORY_PAGE = 50;
+// Partitions per page of an org's sweep status (the route's default; its maximum is 200).
+const PARTITION_PAGE = 50;
 
 /** The org ids this key may see (the first page of GET /v1/orgs), for other pages' pickers;
  * none when the key may not list them. */
@@ -266,28 +268,44 @@ async function renderOrg(container, orgId, own) {
     );
   }
 
-  async function loadSweep() {
+  // The org's partitions a page at a time (GET .../sweep is keyset-paged: an org may have
+  // thousands); the cursors of the pages before this one, for "Previous page".
+  let sweepCursors = [];
+
+  async function loadSweep(cursor) {
     replace(sweepBox, h("h3", {}, "Sweep"), h("p", { class: "loading" }, "Loading…"));
     try {
-      const status = await api("GET", `${path}/sweep`);
-      replace(sweepBox, h("h3", {}, "Sweep"), sweepView(status));
+      const status = await api("GET", `${path}/sweep`, { query: { limit: PARTITION_PAGE, cursor } });
+      replace(sweepBox, h("h3", {}, "Sweep"), sweepView(status, sweepCursors.length + 1, {
+        next: status.next_cursor ? () => { sweepCursors.push(cursor); loadSweep(status.next_cursor); } : null,
+        previous: sweepCursors.length ? () => loadSweep(sweepCursors.pop()) : null,
+      }));
     } catch (error) {
       replace(sweepBox, h("h3", {}, "Sweep"), errorBox(error));
     }
   }
 
-  await Promise.all([loadSummary(), loadFlags(), loadRetention(), loadSweep()]);
+  await Promise.all([loadSummary(), loadFlags(), loadRetention(), loadSweep(undefined)]);
 }
 
-function sweepView(status) {
+function sweepView(status, number, { next, previous }) {
   const poisoned = status.partitions.flatMap((p) => p.poison_windows.map((w) => ({ ...w, partition: `${p.provider}/${p.channel_id}` })));
   const poisonEvents = status.partitions.flatMap((p) => p.poison_events.map((e) => ({ ...e, partition: `${p.provider}/${p.channel_id}` })));
+  const totals = status.totals;
+  const pages = Math.max(1, Math.ceil(totals.partitions / PARTITION_PAGE));
   return [
     facts([
       ["Model", h("code", {}, status.model)],
       ["Semantic search", yesNo(status.semantic_search, "on", "off")],
-      ["Partitions", status.partitions.length],
+      ["Partitions", h("span", { "data-testid": "sweep-partitions" }, String(totals.partitions))],
+      ["Swept", `${totals.partitions_swept} partitions`],
+      ["Embedded", `${totals.windows_embedded} windows`],
+      ["Open windows", totals.open_windows],
+      ["Poisoned", poisonBadge(totals.poison_windows, totals.poison_events)],
+      ["Stalled", totals.partitions_stalled ? badge(`${totals.partitions_stalled} partitions`, "bad") : badge("none", "good")],
+      ["Last swept", when(totals.last_swept_at)],
     ]),
+    h("p", { class: "explain", "data-testid": "partitions-page" }, `Partitions, page ${number} of ${pages}: ${status.partitions.length} shown.`),
     table(
       [
         ["Partition", (p) => `${p.provider}/${p.channel_id}`],
@@ -304,7 +322,13 @@ function sweepView(status) {
       status.partitions,
       { testid: "partitions", empty: "This org has no chat partitions yet." },
     ),
-    h("h4", {}, "Poisoned windows"),
+    h(
+      "div",
+      { class: "pager" },
+      h("button", { type: "button", class: "secondary", id: "partitions-previous", disabled: !previous, onclick: previous || undefined }, "Previous page"),
+      h("button", { type: "button", class: "secondary", id: "partitions-next", disabled: !next, onclick: next || undefined }, "Next page"),
+    ),
+    h("h4", {}, "Poisoned windows on this page"),
     table(
       [
         ["Partition", (w) => w.partition],
