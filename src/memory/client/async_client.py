@@ -294,8 +294,10 @@ class AsyncMemoryClient:
             )
         )
 
-    async def api_keys(self) -> s.ApiKeysBody:
-        return await self._one(calls.api_keys)
+    async def api_keys(self, *, created_by: str | None = None) -> s.ApiKeysBody:
+        """The keys this client's key may manage; `created_by`: only those that key id
+        created, directly or through keys it created."""
+        return await self._one(lambda: calls.api_keys(created_by=created_by))
 
     async def own_api_key(self) -> s.OwnApiKeyBody:
         """The key this client calls with: its id, name, org, scopes and expiry, and the

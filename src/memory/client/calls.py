@@ -255,8 +255,8 @@ def create_api_key(
     return Call("POST", "/v1/api-keys", s.NewApiKeyBody, body=body)
 
 
-def api_keys() -> Call[s.ApiKeysBody]:
-    return Call("GET", "/v1/api-keys", s.ApiKeysBody)
+def api_keys(*, created_by: str | None = None) -> Call[s.ApiKeysBody]:
+    return Call("GET", "/v1/api-keys", s.ApiKeysBody, params=_params(created_by=created_by))
 
 
 def own_api_key() -> Call[s.OwnApiKeyBody]:

@@ -288,8 +288,10 @@ class MemoryClient:
             )
         )
 
-    def api_keys(self) -> s.ApiKeysBody:
-        return self._one(calls.api_keys)
+    def api_keys(self, *, created_by: str | None = None) -> s.ApiKeysBody:
+        """The keys this client's key may manage; `created_by`: only those that key id
+        created, directly or through keys it created."""
+        return self._one(lambda: calls.api_keys(created_by=created_by))
 
     def own_api_key(self) -> s.OwnApiKeyBody:
         """The key this client calls with: its id, name, org, scopes and expiry, and the

@@ -1,5 +1,5 @@
-"""What a client sends to access control: a new API key, the key a path names, the audit
-log's query."""
+"""What a client sends to access control: a new API key, the key a path names, the key
+listing's and the audit log's queries."""
 
 from __future__ import annotations
 
@@ -31,6 +31,15 @@ class NewKeyBody(StrictBody):
 
 class KeyPath(QueryParams):
     key_id: str = Field(max_length=64)
+
+
+class KeysParams(QueryParams):
+    created_by: str | None = Field(
+        default=None,
+        max_length=64,
+        description="Only the keys this key id created, directly or through keys it "
+        "created (`cli`, `bootstrap`, `admin-token` or a `key_...` id).",
+    )
 
 
 class AuditParams(QueryParams):

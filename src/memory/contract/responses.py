@@ -447,6 +447,10 @@ class ApiKeyBody(Answer):
     expires_at: datetime | None = Field(
         description="From then on the key answers 401 `key_expired`; null: never."
     )
+    created_by: str | None = Field(
+        description="The key id that created it (`cli`, `bootstrap`, `admin-token` or a "
+        "`key_...` id); null: created before creators were recorded."
+    )
 
 
 class NewApiKeyBody(ApiKeyBody):

@@ -42,7 +42,7 @@ def _run(args: argparse.Namespace) -> int:
                     title="API key created; its secret is shown this once:",
                 )
             elif args.keys_command == "list":
-                found = services.access.keys(cli_operator())
+                found = services.access.keys(cli_operator(), created_by=args.created_by)
                 emit(wire(ApiKeysBody(keys=[key_body(k) for k in found])))
             else:
                 emit(wire(key_body(services.access.revoke(cli_operator(), args.key_id))))
@@ -93,8 +93,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="TIME",
         help="the key stops working at TIME (ISO 8601 with a time zone, e.g. 2027-01-31T00:00Z)",
     )
-    commands.add_parser("list", help="every key (never secrets)")
+    listing = commands.add_parser("list", help="every key (never secrets)")
+    listing.add_argument(
+        "--created-by",
+        default=None,
+        metavar="KEY_ID",
+        help="only the keys KEY_ID created, directly or through keys it created",
+    )
     revoke = commands.add_parser("revoke", help="revoke a key (refused from the next request)")
     revoke.add_argument("key_id", metavar="KEY_ID")
-    for command in (create, commands.choices["list"], revoke):
+    for command in (create, listing, revoke):
         command.set_defaults(func=_run)

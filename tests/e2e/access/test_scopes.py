@@ -238,12 +238,14 @@ async def test_no_key_and_bad_keys_are_401_with_a_bearer_challenge(full_app: Ful
 async def test_key_management_over_http(full_app: FullApp) -> None:
     async with full_app() as running:
         created = await running.admin.post(
-            "/v1/api-keys", json={"name": "acme admin", "org_id": OWN, "scopes": ["admin"]}
+            "/v1/api-keys",
+            json={"name": "acme admin", "org_id": OWN, "scopes": ["admin", "history:write"]},
         )
         assert created.status_code == 201
         body = created.json()
         assert body["secret"].startswith("mem_") and len(body["secret"]) == 47
-        assert body["org_id"] == OWN and body["scopes"] == ["admin"]
+        assert body["org_id"] == OWN and body["scopes"] == ["history:write", "admin"]
+        assert body["created_by"] == "admin-token"
         assert created.headers["cache-control"] == "no-store"
         listed = (await running.admin.get("/v1/api-keys")).json()["keys"]
         assert [k["name"] for k in listed] == ["acme admin"]

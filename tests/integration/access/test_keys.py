@@ -111,7 +111,9 @@ def test_malformed_and_unknown_secrets_are_refused(
 
 def test_who_may_create_what(database: Database, audit: PostgresAuditTrail) -> None:
     service = _service(database, audit, Ticks())
-    org_admin = service.create(OPERATOR, "acme admin", "acme", ["admin"]).key
+    org_admin = service.create(
+        OPERATOR, "acme admin", "acme", ["admin", "history:read", "history:write"]
+    ).key
     reader = service.create(OPERATOR, "reader", "acme", ["history:read"]).key
     with pytest.raises(Forbidden):
         service.create(org_admin, "everything", None, ["history:read"])
@@ -273,3 +275,33 @@ def test_a_key_describes_itself_and_the_admin_token_as_configuration(
     assert configured.org_id is None and configured.scopes == frozenset(Scope)
     # Configuration, never created: the process's start is no creation date.
     assert configured.created_at is None and configured.expires_at is None
+
+
+def test_keys_name_their_creator_and_outlive_it(
+    database: Database, audit: PostgresAuditTrail
+) -> None:
+    service = _service(database, audit, Ticks())
+    every = ["admin", "history:read", "history:write"]
+    parent = service.create(OPERATOR, "acme admin", "acme", every).key
+    assert parent.created_by == "cli"
+    child = service.create(parent, "acme deputy", "acme", ["admin", "history:read"]).key
+    grandchild = service.create(child, "acme reader", "acme", ["history:read"]).key
+    service.create(OPERATOR, "unrelated", "acme", ["history:read"])
+    assert [k.created_by for k in service.keys(OPERATOR) if k.key_id == grandchild.key_id] == [
+        child.key_id
+    ]
+    made = service.keys(OPERATOR, created_by=parent.key_id)
+    assert {k.key_id for k in made} == {child.key_id, grandchild.key_id}
+    # An org's admin sees only its org's part of what a key created.
+    globex_admin = service.create(OPERATOR, "globex admin", "globex", every).key
+    assert service.keys(globex_admin, created_by=parent.key_id) == []
+    service.revoke(OPERATOR, parent.key_id)
+    # Revoking the creator leaves what it created (docs/adr/0098); an admin revokes them.
+    assert {k.key_id for k in service.keys(OPERATOR) if not k.revoked} >= {
+        child.key_id,
+        grandchild.key_id,
+    }
+    # A key may revoke only what it could have created: not its own, mightier creator.
+    with pytest.raises(Forbidden) as refused:
+        service.revoke(child, parent.key_id)
+    assert refused.value.details["lacking"] == {"scopes": ["history:write"]}

@@ -17,8 +17,9 @@ class KeyStore(Protocol):
 
     def get(self, key_id: str) -> ApiKey | None: ...
 
-    def keys(self, org_id: str | None) -> list[ApiKey]:
-        """Oldest first: the org's keys, or every key for None."""
+    def keys(self, org_id: str | None, created_by: str | None = None) -> list[ApiKey]:
+        """Oldest first: the org's keys, or every key for None; with `created_by`, only the
+        keys that key id created, directly or through keys it created."""
         ...
 
     def revoke(self, key_id: str, at: datetime) -> None: ...

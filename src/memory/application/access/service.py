@@ -31,6 +31,7 @@ from memory.domain.access.api_key import (
     new_secret,
     secret_digest,
 )
+from memory.domain.access.grant import Excess, Grant, excesses
 from memory.domain.access.scopes import ALL_SCOPES, Scope, parse_scopes, sorted_scopes
 from memory.domain.audit.admin_action import Action, Actor, AuditedChange
 from memory.domain.errors import AlreadyExists, DomainError, FieldChecks, InvalidInput, NotFound
@@ -55,6 +56,17 @@ class Forbidden(DomainError):
     the key does not cover exists."""
 
     code = "forbidden"
+
+    @classmethod
+    def beyond(cls, excess: list[Excess]) -> Forbidden:
+        """A grant beyond what the granter holds: every field it exceeds, what is lacking."""
+        return cls(
+            "; ".join(e.reason for e in excess),
+            details={
+                "fields": [{"field": e.field, "reason": e.reason} for e in excess],
+                "lacking": {e.field: e.lacking for e in excess},
+            },
+        )
 
 
 class KeyExpired(DomainError):
@@ -225,8 +237,8 @@ class AccessService:
         expires_in_days: int | None = None,
     ) -> CreatedKey:
         """A new key, expiring at `expires_at` or `expires_in_days` from now (or never).
-        Only an all-orgs admin may create an all-orgs key; an org's admin key creates keys
-        of its own org only."""
+        `caller` grants no more than it holds (docs/adr/0098): only its own scopes, only on
+        orgs it covers, expiring no later than it does; `Forbidden` names each excess."""
         _require_admin(caller)
         now = self._now()
         checks = FieldChecks()
@@ -235,10 +247,9 @@ class AccessService:
         )
         checks.raise_any()
         assert clean_name is not None and granted is not None
-        if org_id is None and not caller.all_orgs:
-            raise Forbidden("only an admin key for every org may create a key for every org")
-        if org_id is not None and not caller.covers(org_id):
-            raise Forbidden("this key may not manage keys of that org")
+        excess = excesses(caller, Grant(org_id, granted, expiry))
+        if excess:
+            raise Forbidden.beyond(excess)
         secret = new_secret(self._random(SECRET_BYTES))
         key = ApiKey(
             new_key_id(self._random(KEY_ID_BYTES)),
@@ -247,6 +258,7 @@ class AccessService:
             granted,
             now,
             expires_at=expiry,
+            created_by=caller.key_id,
         )
 
         def change() -> tuple[CreatedKey, AuditedChange]:
@@ -289,14 +301,18 @@ class AccessService:
         )
         return clean_name, granted, expiry
 
-    def keys(self, caller: ApiKey) -> list[ApiKey]:
-        """Every key an all-orgs admin sees; an org's admin sees its org's keys."""
+    def keys(self, caller: ApiKey, *, created_by: str | None = None) -> list[ApiKey]:
+        """Every key an all-orgs admin sees; an org's admin sees its org's keys. With
+        `created_by`, only those that key id created, directly or through keys it created
+        (what to review after revoking it, docs/adr/0098)."""
         _require_admin(caller)
-        return self._store.keys(caller.org_id)
+        return self._store.keys(caller.org_id, created_by)
 
     def revoke(self, caller: ApiKey, key_id: str) -> ApiKey:
         """Refused from the next request of every process on (within `KEY_CACHE_SECONDS`;
-        at once in this one). Revoking a revoked key changes nothing and records nothing."""
+        at once in this one). Revoking a revoked key changes nothing and records nothing.
+        `caller` may revoke only a key it could have created (docs/adr/0098); the keys the
+        revoked key created stay as they are."""
         _require_admin(caller)
         if key_id == ADMIN_TOKEN_KEY_ID:
             raise AlreadyExists(
@@ -309,6 +325,9 @@ class AccessService:
             raise NotFound(f"no API key {key_id!r}", details={"key_id": key_id})
         if key.org_id is not None and not caller.covers(key.org_id):
             raise NotFound(f"no API key {key_id!r}", details={"key_id": key_id})
+        excess = excesses(caller, Grant.of(key))
+        if excess:
+            raise Forbidden.beyond(excess)
         if key.revoked:
             return key
         at = self._now()
@@ -332,7 +351,14 @@ class AccessService:
         without MEMORY_ADMIN_TOKEN); None when keys exist. Concurrent callers on one
         database create one key between them."""
         secret = new_secret(self._random(SECRET_BYTES))
-        key = ApiKey(new_key_id(self._random(KEY_ID_BYTES)), name, None, ALL_SCOPES, self._now())
+        key = ApiKey(
+            new_key_id(self._random(KEY_ID_BYTES)),
+            name,
+            None,
+            ALL_SCOPES,
+            self._now(),
+            created_by=BOOTSTRAP_ACTOR.key_id,
+        )
 
         def change() -> tuple[CreatedKey, AuditedChange]:
             self._store.lock_bootstrap()

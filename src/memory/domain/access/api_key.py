@@ -105,7 +105,9 @@ def key_expiry(
 
 @dataclass(frozen=True, slots=True)
 class ApiKey:
-    """A key as stored, without its secret. `org_id` None = every org."""
+    """A key as stored, without its secret. `org_id` None = every org. `created_by`: the
+    key id of whoever created it (`cli`, `bootstrap`, `admin-token` or a key's id; None for
+    a key created before creators were recorded, docs/adr/0098)."""
 
     key_id: str
     name: str
@@ -115,6 +117,7 @@ class ApiKey:
     last_used_at: datetime | None = None
     revoked_at: datetime | None = None
     expires_at: datetime | None = None
+    created_by: str | None = None
 
     @property
     def all_orgs(self) -> bool:

@@ -2,6 +2,7 @@
 
 POST   /v1/api-keys            create a key; the secret is in this answer only   201
 GET    /v1/api-keys            the keys the caller may manage (no secrets)       200
+                                (?created_by=KEY_ID: the keys it created)
 GET    /v1/api-keys/self       the caller's own key and what it may call         200
 DELETE /v1/api-keys/{key_id}   revoke                                            204
 GET    /v1/audit               administrative changes, newest first              200
@@ -22,7 +23,7 @@ from memory.application.audit.ports import (
     AuditQuery,
     AuditTrail,
 )
-from memory.contract.access_requests import AuditParams, KeyPath, NewKeyBody
+from memory.contract.access_requests import AuditParams, KeyPath, KeysParams, NewKeyBody
 from memory.contract.responses import (
     ApiKeyBody,
     ApiKeysBody,
@@ -88,8 +89,9 @@ def access_routes(
         )
 
     async def listing(request: Request) -> Response:
+        params = parse_query(request, KeysParams)
         caller = api_key(request.scope)
-        found = await watched(lambda: keys.keys(caller))
+        found = await watched(lambda: keys.keys(caller, created_by=params.created_by))
         return AnswerResponse(ApiKeysBody(keys=[key_body(k) for k in found]))
 
     async def own(request: Request) -> Response:
@@ -138,6 +140,7 @@ def key_body(key: ApiKey) -> ApiKeyBody:
         last_used_at=key.last_used_at,
         revoked_at=key.revoked_at,
         expires_at=key.expires_at,
+        created_by=key.created_by,
     )
 
 

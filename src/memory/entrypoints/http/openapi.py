@@ -252,7 +252,10 @@ OPERATIONS: tuple[Operation, ...] = (
         "POST /v1/api-keys", "createApiKey", "Create an API key", s.NewApiKeyBody,
         status=201, body=a.NewKeyBody,
     ),
-    _access("GET /v1/api-keys", "listApiKeys", "API keys the caller may see", s.ApiKeysBody),
+    _access(
+        "GET /v1/api-keys", "listApiKeys", "API keys the caller may see", s.ApiKeysBody,
+        query=a.KeysParams,
+    ),
     _access(
         "GET /v1/api-keys/self", "getOwnApiKey",
         "The caller's own key: id, name, org, scopes, expiry, the operations it may call",

@@ -1,4 +1,4 @@
-"""API keys in PostgreSQL (`api_keys`, migrations 0300 and 0302): digests only, never
+"""API keys in PostgreSQL (`api_keys`, migrations 0300, 0302 and 0303): digests only, never
 secrets."""
 
 from __future__ import annotations
@@ -12,7 +12,16 @@ from memory.infrastructure.postgres.database import Database
 
 # Any constant works; it only has to be the same in every process bootstrapping this database.
 BOOTSTRAP_LOCK_KEY = 0x6D656D6B6579  # "memkey"
-_COLUMNS = "key_id, name, org_id, scopes, created_at, last_used_at, revoked_at, expires_at"
+_COLUMNS = (
+    "key_id, name, org_id, scopes, created_at, last_used_at, revoked_at, expires_at, created_by"
+)
+# The keys a key created, and the keys those created, and so on (docs/adr/0098).
+_DESCENDANTS = (
+    "WITH RECURSIVE made (key_id) AS ("
+    " SELECT key_id FROM api_keys WHERE created_by = %(creator)s"
+    " UNION"
+    " SELECT k.key_id FROM api_keys k JOIN made m ON k.created_by = m.key_id)"
+)
 
 
 class PostgresKeyStore:
@@ -23,8 +32,8 @@ class PostgresKeyStore:
         with self._db.connection() as conn:
             conn.execute(
                 "INSERT INTO api_keys"
-                " (key_id, name, org_id, scopes, secret_sha256, created_at, expires_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                " (key_id, name, org_id, scopes, secret_sha256, created_at, expires_at,"
+                " created_by) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                 (
                     key.key_id,
                     key.name,
@@ -33,6 +42,7 @@ class PostgresKeyStore:
                     digest,
                     key.created_at,
                     key.expires_at,
+                    key.created_by,
                 ),
             )
 
@@ -50,18 +60,21 @@ class PostgresKeyStore:
             ).fetchone()
         return None if row is None else _key(row)
 
-    def keys(self, org_id: str | None) -> list[ApiKey]:
+    def keys(self, org_id: str | None, created_by: str | None = None) -> list[ApiKey]:
+        where: list[str] = []
+        params: dict[str, object] = {"org": org_id, "creator": created_by}
+        if org_id is not None:
+            where.append("org_id = %(org)s")
+        if created_by is not None:
+            where.append("key_id IN (SELECT key_id FROM made)")
+        query = (
+            (_DESCENDANTS + " " if created_by is not None else "")
+            + f"SELECT {_COLUMNS} FROM api_keys"
+            + ("" if not where else " WHERE " + " AND ".join(where))
+            + " ORDER BY created_at, key_id"
+        )
         with self._db.connection() as conn:
-            if org_id is None:
-                rows = conn.execute(
-                    f"SELECT {_COLUMNS} FROM api_keys ORDER BY created_at, key_id"
-                ).fetchall()
-            else:
-                rows = conn.execute(
-                    f"SELECT {_COLUMNS} FROM api_keys WHERE org_id = %s"
-                    " ORDER BY created_at, key_id",
-                    (org_id,),
-                ).fetchall()
+            rows = conn.execute(query, params).fetchall()
         return [_key(r) for r in rows]
 
     def revoke(self, key_id: str, at: datetime) -> None:
@@ -100,4 +113,5 @@ def _key(row: dict[str, Any]) -> ApiKey:
         last_used_at=row["last_used_at"],
         revoked_at=row["revoked_at"],
         expires_at=row["expires_at"],
+        created_by=row["created_by"],
     )
