@@ -30,15 +30,20 @@ from memory.application.embedding import (
 )
 from memory.application.history.erasure import ErasedOrg, ErasureReport
 from memory.application.history.ports import (
+    DueQuery,
+    DueVisit,
     EmbeddedWindow,
     OrgPageQuery,
     OrgRow,
+    OrgWaiting,
     OutOfRangeEvent,
     PartitionVisit,
     ReindexedBatch,
     RowKey,
     StoredEvents,
+    SweepBacklog,
     SweepTotals,
+    VisitOutcome,
     WindowMatch,
 )
 from memory.application.history.service import HistoryPorts
@@ -96,6 +101,9 @@ class FakeModel:
         self.documents: list[str] = []
         self.query_calls = 0
         self.queries: list[str] = []
+        # Called with the call's number (1, 2, ...) as each document call starts: lets a
+        # test act in the middle of a pass (e.g. ingest, as a client would meanwhile).
+        self.on_document_call: Callable[[int], None] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -132,6 +140,9 @@ class FakeModel:
         with self._lock:
             before = sum(len(c) for c in self.document_calls)
             self.document_calls.append(list(texts))
+            number = len(self.document_calls)
+        if self.on_document_call is not None:
+            self.on_document_call(number)
         self.entered.set()
         if self.gate is not None:
             assert self.gate.wait(GATE_TIMEOUT_SECONDS), "test gate never opened"
@@ -220,10 +231,13 @@ class InMemoryChatEventLog:
     def __init__(self) -> None:
         self.rows: list[_Stored] = []
         self._seq: dict[str, int] = {}
+        # Where ingest marks work for the sweep, as the real log does in its transaction.
+        self.schedule: InMemorySweepSchedule | None = None
 
     def append(self, org_id: str, events: Sequence[ChatEvent]) -> StoredEvents:
         known = {r.event.event_id for r in self.rows if r.org_id == org_id}
         inserted = 0
+        touched: set[Partition] = set()
         for event in events:
             if event.event_id in known:
                 continue
@@ -231,6 +245,10 @@ class InMemoryChatEventLog:
             self.rows.append(_Stored(org_id, event, self._seq[org_id]))
             known.add(event.event_id)
             inserted += 1
+            if _embeddable(event):
+                touched.add(event.partition(org_id))
+        if self.schedule is not None:
+            self.schedule.mark(touched)
         return StoredEvents([str(e.event_id) for e in events], inserted)
 
     def full_text(self, org_id: str, query: HistoryQuery) -> list[HistoryHit]:
@@ -368,8 +386,8 @@ class InMemoryWindowEmbeddings:
         self.rows: dict[uuid.UUID, _Row] = {}
         self.upserts: list[uuid.UUID] = []
 
-    def upsert(self, model: str, windows: Sequence[EmbeddedWindow]) -> int:
-        written = 0
+    def upsert(self, model: str, windows: Sequence[EmbeddedWindow]) -> set[uuid.UUID]:
+        written: set[uuid.UUID] = set()
         for w in windows:
             ids = w.window.event_ids
             if not all(self._events.has(w.partition.org_id, e) for e in ids):
@@ -393,7 +411,7 @@ class InMemoryWindowEmbeddings:
                 w.window.last.occurred_at,
             )
             self.upserts.append(w.id)
-            written += 1
+            written.add(w.id)
         return written
 
     def nearest(
@@ -520,12 +538,14 @@ class InMemoryErasure:
         flags: InMemoryFeatureFlags,
         retention: InMemoryRetention,
         directory: InMemoryOrgDirectory,
+        schedule: InMemorySweepSchedule,
     ) -> None:
         self._events = events
         self._windows = windows
         self._flags = flags
         self._retention = retention
         self._directory = directory
+        self._schedule = schedule
 
     def erase_events(self, org_id: str, event_ids: Sequence[str]) -> ErasureReport:
         wanted = set(event_ids)
@@ -541,6 +561,7 @@ class InMemoryErasure:
         flags = len(self._flags.org_values.pop(org_id, {}))
         retention = self._retention.days_by_org.pop(org_id, None) is not None
         self._directory.forget_org(org_id)
+        self._schedule.forget_org(org_id)
         return ErasedOrg(
             report.events_deleted, report.windows_deleted, partitions, models, flags, retention
         )
@@ -650,6 +671,135 @@ class InMemoryOrgDirectory:
         )
 
 
+@dataclass
+class _Work:
+    changes: int = 0
+    due_at: datetime | None = None
+    waiting_since: datetime | None = None
+    pending_windows: int = 0
+
+
+_NEVER = datetime.min.replace(tzinfo=UTC)
+
+
+class InMemorySweepSchedule:
+    """`SweepSchedule` as migration 0207's rows: work per (partition, model), marked by the
+    in-memory log's ingest, cleared by `finish` only when no ingest came since the visit
+    took the partition. `clock` stamps ingests (the real log's clock)."""
+
+    def __init__(self, events: InMemoryChatEventLog, flags: InMemoryFeatureFlags) -> None:
+        self._events = events
+        self._flags = flags
+        self.models: set[str] = set()
+        self.work: dict[tuple[Partition, str], _Work] = {}
+        self.clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+    def mark(self, partitions: set[Partition]) -> None:
+        now = self.clock()
+        for partition in partitions:
+            for model in self.models:
+                work = self.work.setdefault((partition, model), _Work())
+                work.changes += 1
+                work.due_at = _NEVER
+                work.waiting_since = min(work.waiting_since or now, now)
+                work.pending_windows = max(work.pending_windows, 1)
+
+    def register(self, model: str, now: datetime) -> bool:
+        if model in self.models:
+            return False
+        self.models.add(model)
+        for partition in self._events.partitions():
+            self.work.setdefault((partition, model), _Work(0, _NEVER, now, 1))
+        return True
+
+    def due(self, query: DueQuery) -> list[DueVisit]:
+        by_org: dict[str, list[tuple[Partition, _Work]]] = {}
+        for (partition, model), work in sorted(self.work.items()):
+            if model != query.model or work.due_at is None or work.due_at > query.now:
+                continue
+            if query.org_id is not None and partition.org_id != query.org_id:
+                continue
+            if not self._enabled(partition.org_id, query.required_flags):
+                continue
+            by_org.setdefault(partition.org_id, []).append((partition, work))
+        turns = [
+            (turn, work.due_at, work.waiting_since, partition, work.changes)
+            for queue in by_org.values()
+            for turn, (partition, work) in enumerate(
+                sorted(queue, key=lambda q: (q[1].due_at, q[1].waiting_since, q[0]))
+            )
+        ]
+        turns.sort(key=lambda t: (t[0], t[1], t[2], t[3].org_id))
+        return [DueVisit(t[3], t[4]) for t in turns[: query.limit]]
+
+    def finish(self, model: str, outcomes: Sequence[VisitOutcome], now: datetime) -> None:
+        for outcome in outcomes:
+            work = self.work.get((outcome.partition, model))
+            if work is None or outcome.partition not in self._events.partitions():
+                continue
+            if work.changes != outcome.changes:
+                work.pending_windows = max(outcome.pending_windows, 1)
+                continue
+            work.due_at = outcome.due_at
+            if outcome.due_at is None:
+                work.waiting_since = None
+            elif outcome.due_at > now:
+                work.waiting_since = outcome.due_at
+            work.pending_windows = outcome.pending_windows
+
+    def backlog(
+        self,
+        model: str,
+        now: datetime,
+        *,
+        top: int,
+        required_flags: tuple[str, ...],
+        org_id: str | None = None,
+    ) -> SweepBacklog:
+        waiting: dict[str, list[datetime]] = {}
+        for (partition, m), work in self.work.items():
+            if m != model or work.due_at is None or work.due_at > now:
+                continue
+            if org_id is not None and partition.org_id != org_id:
+                continue
+            if not self._enabled(partition.org_id, required_flags):
+                continue
+            assert work.waiting_since is not None
+            waiting.setdefault(partition.org_id, []).append(work.waiting_since)
+        orgs = sorted(
+            (OrgWaiting(o, len(since), min(since)) for o, since in waiting.items()),
+            key=lambda w: (w.waiting_since, w.org_id),
+        )
+        return SweepBacklog(
+            partitions=sum(w.partitions for w in orgs),
+            orgs=len(orgs),
+            oldest_since=orgs[0].waiting_since if orgs else None,
+            longest=tuple(orgs[:top]),
+        )
+
+    def pending_windows(self, org_id: str, model: str) -> int:
+        if model not in self.models:
+            return len(self._events.partitions(org_id))
+        return sum(
+            w.pending_windows
+            for (p, m), w in self.work.items()
+            if p.org_id == org_id and m == model and w.due_at is not None
+        )
+
+    def forget(self, model: str) -> None:
+        self.models.discard(model)
+        for key in [k for k in self.work if k[1] == model]:
+            del self.work[key]
+
+    def forget_org(self, org_id: str) -> None:
+        for key in [k for k in self.work if k[0].org_id == org_id]:
+            del self.work[key]
+
+    def _enabled(self, org_id: str, required: tuple[str, ...]) -> bool:
+        values = self._flags.org_values.get(org_id, {})
+        return all(values.get(flag, True) for flag in required)
+
+
 @dataclass(frozen=True)
 class InMemoryHistory:
     """Every history port in memory, wired together (a purge reaches the embeddings)."""
@@ -662,6 +812,7 @@ class InMemoryHistory:
     retention: InMemoryRetention
     erasure: InMemoryErasure
     directory: InMemoryOrgDirectory
+    schedule: InMemorySweepSchedule
 
     @classmethod
     def create(cls) -> InMemoryHistory:
@@ -670,6 +821,8 @@ class InMemoryHistory:
         flags = InMemoryFeatureFlags()
         retention = InMemoryRetention(events, windows)
         directory = InMemoryOrgDirectory(events, flags, retention)
+        schedule = InMemorySweepSchedule(events, flags)
+        events.schedule = schedule
         return cls(
             events=events,
             windows=windows,
@@ -678,8 +831,9 @@ class InMemoryHistory:
             watermarks=SweepWatermarks(),
             locks=InMemoryPartitionLocks(),
             retention=retention,
-            erasure=InMemoryErasure(events, windows, flags, retention, directory),
+            erasure=InMemoryErasure(events, windows, flags, retention, directory, schedule),
             directory=directory,
+            schedule=schedule,
         )
 
     def ports(self) -> HistoryPorts:
@@ -693,6 +847,7 @@ class InMemoryHistory:
             full_text=self.events,
             erasure=self.erasure,
             directory=self.directory,
+            schedule=self.schedule,
         )
 
 

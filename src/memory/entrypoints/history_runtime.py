@@ -29,6 +29,7 @@ from memory.infrastructure.history.metrics import HistoryMetrics
 from memory.infrastructure.history.org_directory import PostgresOrgDirectory
 from memory.infrastructure.history.partition_locks import AdvisoryPartitionLocks
 from memory.infrastructure.history.retention import PostgresRetention
+from memory.infrastructure.history.sweep_schedule import PostgresSweepSchedule
 from memory.infrastructure.history.watermark_store import open_sweep_watermarks
 from memory.infrastructure.policy.secrets import load_cursor_key
 from memory.infrastructure.postgres.database import Database
@@ -124,6 +125,7 @@ class HistoryRuntime:
             connect_seconds=database.timeout,
         )
         self.watermarks = watermarks or open_sweep_watermarks(database)
+        self.schedule = PostgresSweepSchedule(database)
         self.last_runs = LastRuns()
         self.service = HistoryService(
             HistoryPorts(
@@ -136,6 +138,7 @@ class HistoryRuntime:
                 full_text=self.events,
                 erasure=PostgresErasure(database),
                 directory=PostgresOrgDirectory(database),
+                schedule=self.schedule,
             ),
             model,
             clock=clock,

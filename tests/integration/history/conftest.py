@@ -103,6 +103,7 @@ class Kit:
             "flags": runtime.flag_store,
             "model": runtime.model,
             "clock": runtime.clock,
+            "schedule": runtime.schedule,
         }
         return Sweeper(**(ports | tuning))
 

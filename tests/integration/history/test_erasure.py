@@ -88,7 +88,9 @@ def test_an_erasure_request_that_breaks_a_rule_erases_nothing(
     assert kit.scalar("SELECT count(*) FROM dw_chat_events") == 4
 
 
-def test_a_window_embedded_during_an_erasure_is_not_written(make_runtime, kit) -> None:
+def test_a_window_embedded_during_an_erasure_is_not_written_and_the_rest_is(
+    make_runtime, kit
+) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
     two_conversations(runtime, kit)
@@ -104,7 +106,46 @@ def test_a_window_embedded_during_an_erasure_is_not_written(make_runtime, kit) -
     edge.gate.set()  # type: ignore[attr-defined]
     sweeping.join(20)
     assert "a2" not in kit.covered()
-    assert "a1" not in kit.covered()  # the window it was cut with went with it
+    # The window a2 was cut with was refused, not consumed: the same pass read again and
+    # embedded a1 alone (before docs/adr/0092 a1 was never embedded, and lag said 0).
+    assert sorted(r["source_event_ids"] for r in kit.rows()) == [["a1"], ["b1", "b2"]]
+    status = runtime.service.sweep_status("acme").partitions[0]
+    assert (status.windows_embedded, status.lag_events) == (2, 0)
+
+
+def test_erasing_a_sender_during_a_sweep_leaves_the_others_messages_to_be_embedded(
+    make_runtime, kit
+) -> None:
+    """Issue 16 item 6: a sender erased while the sweep embeds the org. Every message that
+    was not erased is embedded by a later pass, and the counters say what the table holds."""
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    # 40 windows of two senders each, 35 minutes apart.
+    runtime.service.ingest(
+        "acme",
+        [
+            kit.message(
+                f"m{i:02d}{who}", i * 35 + n, f"message {i} from {who} about the order", sender=who
+            )
+            for i in range(40)
+            for n, who in enumerate(("eve", "sam"))
+        ],
+    )
+    edge = runtime.model
+    edge.gate = threading.Event()  # type: ignore[attr-defined]
+    sweeping = threading.Thread(target=lambda: runtime.service.sweep(trigger="t"))
+    sweeping.start()
+    assert edge.entered.wait(10)  # type: ignore[attr-defined]
+    runtime.service.erase_events("acme", sender="eve", actor=TEST_ACTOR)
+    edge.gate.set()  # type: ignore[attr-defined]
+    sweeping.join(30)
+    assert not sweeping.is_alive()
+    runtime.service.sweep(trigger="t")
+
+    covered = kit.covered()
+    assert sorted(covered) == [f"m{i:02d}sam" for i in range(40)]  # each once, none lost
+    status = runtime.service.sweep_status("acme").partitions[0]
+    assert (status.windows_embedded, status.lag_events) == (len(kit.rows()), 0)
 
 
 def test_erasing_an_org_removes_everything_and_closes_its_watermarks(make_runtime, kit) -> None:
@@ -161,7 +202,9 @@ def test_a_sweep_in_flight_when_its_org_is_erased_writes_nothing(make_runtime, k
     erasing.join(20)
     assert kit.rows() == []
     watermark = runtime.watermarks.find(Partition("acme", "slack", "C1"), runtime.service.model_id)
-    assert watermark is not None and watermark.closed  # closed after the sweep's last advance
+    # Its windows were refused (their messages were gone), so the sweep consumed nothing and
+    # never advanced (docs/adr/0092); had it advanced, the close would come after it.
+    assert watermark is None or (watermark.closed and watermark.mark.position is None)
 
 
 def audit_entries(database: Database) -> list[AuditEntry]:

@@ -168,8 +168,11 @@ def test_after_a_sweep_the_org_shows_its_open_and_poisoned_windows_and_lag(
     assert (c1.open_windows, len(c1.poison_windows)) == (1, 1)
     assert (c2.open_windows, len(c2.poison_events)) == (0, 1)
 
-    # A later pass that embeds nothing keeps the time of the last one that did.
+    # A later pass that visits a partition but embeds nothing (a closed window too short
+    # to embed) keeps the time of the last one that did. (A pass with nothing new visits
+    # nothing at all: docs/adr/0089.)
     clock.advance(minutes=10)
+    runtime.service.ingest("acme", [kit.message("k1", open_minute - 40, "ok", channel="C3")])
     runtime.service.sweep(trigger="test")
     acme = runtime.service.orgs().orgs[0]
     assert (acme.last_embedded_at, acme.last_swept_at) == (now, clock())
@@ -205,6 +208,8 @@ def test_erasure_and_dropping_a_model_remove_the_sweep_state_they_made_stale(
         conn.execute("UPDATE dw_sweep_partition_state SET model = 'old:model'")
     runtime.service.drop_model("old:model", actor=TEST_ACTOR)
     assert kit.scalar(states) == 0
+    # The next visits (partitions with new messages) write the active model's state again.
+    runtime.service.ingest("acme", [kit.message("c", 1), kit.message("d", 1, channel="C2")])
     runtime.service.sweep(trigger="test")
     assert kit.scalar(states) == 2
     runtime.service.erase_org("acme", actor=TEST_ACTOR)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from memory.application.history.ports import (
     ChatEventLog,
     OrgDirectoryStore,
+    SweepSchedule,
     WatermarkRepository,
     WindowEmbeddings,
 )
@@ -28,12 +29,14 @@ class DropModel:
         windows: WindowEmbeddings,
         watermarks: WatermarkRepository,
         directory: OrgDirectoryStore,
+        schedule: SweepSchedule,
         active_model: str,
     ) -> None:
         self._events = events
         self._windows = windows
         self._watermarks = watermarks
         self._directory = directory
+        self._schedule = schedule
         self._active = active_model
 
     def __call__(self, model: str) -> DropReport:
@@ -53,4 +56,6 @@ class DropModel:
             self._watermarks.store(watermark)
             reset += 1
         self._directory.forget_model(model)
+        # If the model is configured again, registering it makes every partition due.
+        self._schedule.forget(model)
         return DropReport(model, rows, reset)

@@ -138,10 +138,10 @@ class WindowMatch:
 class WindowEmbeddings(Protocol):
     """`dw_message_embeddings`: a regenerable cache; every query names org and model."""
 
-    def upsert(self, model: str, windows: Sequence[EmbeddedWindow]) -> int:
+    def upsert(self, model: str, windows: Sequence[EmbeddedWindow]) -> set[uuid.UUID]:
         """Write windows (same id = overwrite), replacing any other row of the same model
-        that covers one of their events. Windows whose events were purged meanwhile are not
-        written. Returns how many were written."""
+        that covers one of their events. Windows whose events were purged or erased
+        meanwhile are not written. Returns the ids of those written."""
         ...
 
     def nearest(
@@ -303,4 +303,102 @@ class OrgDirectoryStore(Protocol):
 
     def sweep_totals(self, org_id: str, model: str) -> SweepTotals:
         """The org's maintained totals (zeros for an org the context does not know)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class DueQuery:
+    """The partitions a slice of a pass visits: those of `model` due at `now` (of one org,
+    or all), at most `limit`, taken round-robin across orgs (each org's longest-due first,
+    then each org's second, ...). An org with one of `required_flags` turned off in its own
+    layer is left out (the pass checked the global layer)."""
+
+    model: str
+    now: datetime
+    limit: int
+    required_flags: tuple[str, ...]
+    org_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DueVisit:
+    """A partition a slice visits, with its count of ingests when it was selected."""
+
+    partition: Partition
+    changes: int
+
+
+@dataclass(frozen=True, slots=True)
+class VisitOutcome:
+    """Where a visit left a partition: due again at `due_at` (None: nothing waits until an
+    ingest), with `pending_windows` left. Applied only if no ingest came since `changes`;
+    otherwise the partition stays due (the visit may not have seen that ingest)."""
+
+    partition: Partition
+    changes: int
+    due_at: datetime | None
+    pending_windows: int
+
+
+@dataclass(frozen=True, slots=True)
+class OrgWaiting:
+    """An org with work the sweep could do now: how many partitions, waiting since when."""
+
+    org_id: str
+    partitions: int
+    waiting_since: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SweepBacklog:
+    """Work waiting now for a model, from the maintained state: due partitions, their orgs,
+    since when the oldest waits, and the `top` orgs waiting longest (oldest first)."""
+
+    partitions: int
+    orgs: int
+    oldest_since: datetime | None
+    longest: tuple[OrgWaiting, ...]
+
+    def oldest_age_seconds(self, now: datetime) -> float | None:
+        if self.oldest_since is None:
+            return None
+        return max(0.0, (now - self.oldest_since).total_seconds())
+
+
+class SweepSchedule(Protocol):
+    """Which partitions have work for the sweep (docs/adr/0089): kept by ingest (in its
+    transaction) and by the end of each visit, so that finding them costs one indexed
+    statement, never a loop over partitions."""
+
+    def register(self, model: str, now: datetime) -> bool:
+        """Make sure every partition has work state for `model`; the first time (a new
+        model: a rebuild), every existing partition becomes due (waiting since `now`), in
+        one statement. True when this call registered it."""
+        ...
+
+    def due(self, query: DueQuery) -> list[DueVisit]: ...
+
+    def finish(self, model: str, outcomes: Sequence[VisitOutcome], now: datetime) -> None:
+        """Apply the outcomes of a slice's visits (ended by `now`), in one transaction."""
+        ...
+
+    def backlog(
+        self,
+        model: str,
+        now: datetime,
+        *,
+        top: int,
+        required_flags: tuple[str, ...],
+        org_id: str | None = None,
+    ) -> SweepBacklog:
+        """What waits now (of one org, or all): cost grows with the due partitions only."""
+        ...
+
+    def pending_windows(self, org_id: str, model: str) -> int:
+        """Windows of the org the sweep has still to embed, as its last visit of each
+        partition left them, and at least one per partition ingested into since."""
+        ...
+
+    def forget(self, model: str) -> None:
+        """Drop `model`'s work state (its rows and watermarks were dropped)."""
         ...

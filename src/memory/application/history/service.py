@@ -36,6 +36,8 @@ from memory.application.history.ports import (
     OrgDirectoryStore,
     PartitionLockFactory,
     RetentionStore,
+    SweepBacklog,
+    SweepSchedule,
     SweepTotals,
     WatermarkRepository,
     WindowEmbeddings,
@@ -81,6 +83,8 @@ class OrgSweepStatus:
     totals: SweepTotals
     partitions: list[PartitionStatus]
     next_cursor: str | None
+    # What of the org waits for the sweep now, from the maintained state (docs/adr/0089).
+    backlog: SweepBacklog
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,7 @@ class HistoryPorts:
     full_text: FullTextIndex
     erasure: ErasureStore
     directory: OrgDirectoryStore
+    schedule: SweepSchedule
 
 
 class HistoryService:
@@ -146,7 +151,7 @@ class HistoryService:
             similarity_floor=similarity_floor,
             clock=clock,
             max_future_skew=max_future_skew,
-            pending_windows=lambda org_id: self._status.pending_windows(org_id),
+            pending_windows=lambda org_id: ports.schedule.pending_windows(org_id, self._model_id),
         )
         self._sweeper = Sweeper(
             events=ports.events,
@@ -157,6 +162,7 @@ class HistoryService:
             model=model,
             clock=clock,
             directory=ports.directory,
+            schedule=ports.schedule,
         )
         self._status = SweepStatus(
             events=ports.events,
@@ -176,6 +182,7 @@ class HistoryService:
             windows=ports.windows,
             watermarks=ports.watermarks,
             directory=ports.directory,
+            schedule=ports.schedule,
             active_model=self._model_id,
         )
         self._admin = HistoryAdministration(
@@ -302,8 +309,8 @@ class HistoryService:
         self, org_id: str, *, limit: int | None = None, cursor: str | None = None
     ) -> OrgSweepStatus:
         """The org's totals, and per partition of one keyset page (`limit` of them, after
-        `cursor`): watermark, lag, poison windows, stalls. `InvalidInput` names `limit` or
-        `cursor`."""
+        `cursor`): watermark, lag, poison windows, stalls; and what of the org waits for the sweep
+        now (partitions, since when). `InvalidInput` names `limit` or `cursor`."""
 
         def run() -> OrgSweepStatus:
             check_org_id(org_id)
@@ -315,6 +322,7 @@ class HistoryService:
                 totals=page.totals,
                 partitions=page.partitions,
                 next_cursor=page.next_cursor,
+                backlog=self._sweeper.backlog(org_id),
             )
 
         return self._observed.run("sweep_status", run)
@@ -427,6 +435,11 @@ class HistoryService:
         """Rows (of one org, or of all) still indexed by an older full-text segmentation:
         what a re-index rewrites."""
         return self._observed.run("stale_full_text_rows", lambda: self._reindex.stale(org_id))
+
+    def sweep_backlog(self) -> SweepBacklog:
+        """What waits for the sweep now across orgs: due partitions, the oldest's age, the
+        orgs waiting longest (/healthz, the metrics). One statement over due work only."""
+        return self._observed.run("sweep_backlog", self._sweeper.backlog)
 
     def stored_models(self) -> dict[str, int]:
         """Embedding rows per model."""

@@ -1,13 +1,21 @@
 """The sweep: the only writer of history embeddings.
 
-One pass visits every partition of every org whose semantic search is on. Per partition,
-under an exclusive lock: read unconsumed messages after the watermark, sessionise, take the
-closed windows, skip the non-substantive ones, embed the rest (no database transaction is
-open meanwhile), upsert their rows, advance the watermark; repeat until only open windows
-remain. A transient model failure stalls the partition (watermark unchanged, retried next
-pass); a window the model rejects is recorded as poison and skipped. Rows the sweep cannot
-read (an instant outside the accepted range, stored by an older version) are never part of
-a read; each is recorded once as a poison event of its own partition (docs/adr/0041).
+A pass visits only the partitions with work waiting (docs/adr/0089): ingest marks a
+partition due in its own transaction, a visit's end clears it, re-times it to when its open
+tail's gap elapses, or leaves it due for a later slice. The pass takes due partitions in
+slices, round-robin across orgs, and does at most `visit_windows` windows per visit, so an
+org with a large backlog shares the sweep with the others instead of holding it
+(docs/adr/0090); it ends when nothing is due (or nothing it took could move).
+
+Per partition, under an exclusive lock: read unconsumed messages after the watermark,
+sessionise, take the closed windows, skip the non-substantive ones, embed the rest (no
+database transaction is open meanwhile), upsert their rows, advance the watermark. A
+transient model failure stalls the partition (watermark unchanged, retried next pass); a
+window the model rejects is recorded as poison and skipped. A window whose rows could not be
+written because an erasure removed one of its messages meanwhile is not consumed: the next
+read cuts it again from what is left (docs/adr/0092). Rows the sweep cannot read (an
+instant outside the accepted range, stored by an older version) are never part of a read;
+each is recorded once as a poison event of its own partition (docs/adr/0041).
 
 A pass stops between batches when the process shuts down or the org's semantic search is
 turned off (ADR 0044): what was embedded stays, the rest is picked up by a later pass. Each
@@ -23,6 +31,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
 
 from memory.application.embedding import (
@@ -34,11 +43,17 @@ from memory.application.embedding import (
 from memory.application.history.ports import (
     ChatEventLog,
     Clock,
+    DueQuery,
+    DueVisit,
     EmbeddedWindow,
     FeatureFlagStore,
     OrgDirectoryStore,
     PartitionLockFactory,
+    PartitionLocks,
     PartitionVisit,
+    SweepBacklog,
+    SweepSchedule,
+    VisitOutcome,
     WatermarkRepository,
     WindowEmbeddings,
 )
@@ -48,6 +63,7 @@ from memory.domain.history.conversation import (
     ConversationWindow,
     TokenBudget,
 )
+from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG, FlagLayers
 from memory.domain.history.partition import Partition
 from memory.domain.history.substance import is_substantive
 from memory.domain.history.sweep_plan import SweepPlan, plan
@@ -71,6 +87,18 @@ POISON_REASON = "input_rejected"
 # watermark events one read adds for a partition an older version filled with them; the
 # purge deletes them meanwhile).
 POISON_EVENTS_PER_READ = 100
+# Partitions per slice of a pass: the due partitions taken at once, round-robin across orgs
+# (docs/adr/0090). A slice's visits end before the next slice looks again for what is due,
+# so work that arrives meanwhile waits at most one slice.
+SLICE_PARTITIONS = 32
+# Windows one visit consumes at most before the partition goes back to the end of the queue
+# (due again at once): bounds a slice to SLICE_PARTITIONS x VISIT_WINDOWS windows, however
+# large one org's backlog is.
+VISIT_WINDOWS = 64
+# Orgs the pass' backlog names (the longest waiting); the rest are counted only.
+BACKLOG_TOP_ORGS = 5
+# The org-layer flags that keep an org out of the sweep when turned off.
+SWEPT_ORG_FLAGS = (MODULE_FLAG, SEMANTIC_SEARCH_FLAG)
 
 
 class Interruption:
@@ -94,6 +122,14 @@ class PartitionReport:
     # Embeddable events the model has not consumed when the pass left the partition (None:
     # not measured, another sweeper held it).
     lag_events: int | None = None
+    # The visit used its window budget with work left: the partition stays due.
+    unfinished: bool = False
+    # When the partition's first open window closes by its gap alone (None: none open).
+    tail_closes_at: datetime | None = None
+
+    @property
+    def windows_consumed(self) -> int:
+        return self.windows_embedded + self.windows_skipped + self.windows_poisoned
 
 
 @dataclass
@@ -110,6 +146,10 @@ class SweepReport:
     stall_reasons: list[str] = field(default_factory=list)
     # Per org, the sum of its measured partitions' lag (for aggregate metrics only).
     org_lag_events: dict[str, int] = field(default_factory=dict)
+    # Slices the pass took (0: nothing was due).
+    slices: int = 0
+    # What still waited when the pass ended (None: the pass did not look).
+    backlog: SweepBacklog | None = None
 
     def add(self, part: PartitionReport) -> None:
         self.partitions += 1
@@ -164,6 +204,14 @@ class _Stopped(Exception):
         self.reason = reason
 
 
+class _BudgetSpent(Exception):
+    """The visit consumed its `visit_windows`: the rest waits for a later slice."""
+
+
+class _ReadAgain(Exception):
+    """Windows of the last read lost a message to an erasure or purge: read again."""
+
+
 class Sweeper:
     def __init__(
         self,
@@ -180,9 +228,12 @@ class Sweeper:
         poison_events_per_read: int = POISON_EVENTS_PER_READ,
         batch_tokens: int = EMBED_BATCH_TOKENS,
         directory: OrgDirectoryStore | None = None,
+        schedule: SweepSchedule,
+        slice_partitions: int = SLICE_PARTITIONS,
+        visit_windows: int = VISIT_WINDOWS,
     ) -> None:
         """`directory`: where each partition visit leaves its state for the org directory
-        (None: nowhere; tests of the sweep alone)."""
+        (None: nowhere; tests of the sweep alone). `schedule`: which partitions have work."""
         if read_limit < WINDOW_MESSAGE_CAP:
             # A cut read must hold at least one full window, or a pass could not progress.
             raise ValueError(f"read_limit must be at least {WINDOW_MESSAGE_CAP}")
@@ -192,6 +243,11 @@ class Sweeper:
             raise ValueError("poison_events_per_read must be positive")
         if batch_tokens < 1:
             raise ValueError("batch_tokens must be positive")
+        if slice_partitions < 1 or visit_windows < 1:
+            raise ValueError("slice_partitions and visit_windows must be positive")
+        self._schedule = schedule
+        self._slice_partitions = slice_partitions
+        self._visit_windows = visit_windows
         self._events = events
         self._windows = windows
         self._watermarks = watermarks
@@ -211,14 +267,6 @@ class Sweeper:
     def model_id(self) -> str:
         return self._model_id
 
-    def enabled_partitions(self, org_id: str | None = None) -> list[Partition]:
-        """The partitions a pass would visit: those of orgs with semantic search on."""
-        partitions = self._events.partitions(org_id)
-        orgs = sorted({p.org_id for p in partitions})
-        layers = self._flags.layers_of(orgs)
-        on = {org for org, lay in layers.items() if lay.semantic_search}
-        return [p for p in partitions if p.org_id in on]
-
     def run_pass(
         self,
         org_id: str | None = None,
@@ -227,28 +275,87 @@ class Sweeper:
         progress: SweepProgress | None = None,
         stop: threading.Event | None = None,
     ) -> SweepReport:
-        """One pass over the enabled partitions (of one org, or all). With
-        `wait_for_locks`, a partition another sweeper holds is waited for instead of
-        skipped. `stop` ends the pass early, between batches; so does the org's semantic
-        search being turned off (for that org's partitions)."""
+        """Visit the partitions with work (of one org, or all) whose org has semantic search
+        on, a slice at a time, until none is due. With `wait_for_locks`, a partition another
+        sweeper holds is waited for instead of skipped. `stop` ends the pass early, between
+        batches; so does the org's semantic search being turned off (for that org's
+        partitions). A pass with nothing due reads no partition's messages."""
         report = SweepReport()
-        todo = self.enabled_partitions(org_id)
+        if not FlagLayers(self._flags.global_layer(), {}).semantic_search:
+            return report  # the global layer is the master switch: no org is swept
+        self._schedule.register(self._model_id, self._clock())
         if progress is not None:
-            progress.started(len(todo))
+            progress.started(self.backlog(org_id).partitions)
         model_down: list[str] = []
         with self._locks.session(wait=wait_for_locks) as locks:
-            for partition in todo:
-                if stop is not None and stop.is_set():
+            while stop is None or not stop.is_set():
+                due = self._schedule.due(
+                    DueQuery(
+                        self._model_id,
+                        self._clock(),
+                        self._slice_partitions,
+                        SWEPT_ORG_FLAGS,
+                        org_id,
+                    )
+                )
+                if not due:
                     break
-                with locks.hold(partition, self._model_id) as held:
-                    if held:
-                        part = self._sweep_partition(partition, model_down, stop)
-                    else:
-                        part = PartitionReport(partition, busy=True)
-                report.add(part)
-                if progress is not None:
-                    progress.partition_done(part)
+                report.slices += 1
+                moved = self._sweep_slice(due, locks, report, model_down, stop, progress)
+                if model_down or not moved:
+                    break
+        report.backlog = self.backlog(org_id)
         return report
+
+    def backlog(self, org_id: str | None = None) -> SweepBacklog:
+        """What waits now for this sweeper's model (of one org, or all)."""
+        return self._schedule.backlog(
+            self._model_id,
+            self._clock(),
+            top=BACKLOG_TOP_ORGS,
+            required_flags=SWEPT_ORG_FLAGS,
+            org_id=org_id,
+        )
+
+    def _sweep_slice(
+        self,
+        due: Sequence[DueVisit],
+        locks: PartitionLocks,
+        report: SweepReport,
+        model_down: list[str],
+        stop: threading.Event | None,
+        progress: SweepProgress | None,
+    ) -> bool:
+        """Visit a slice's partitions; record where each visit left its partition. True when
+        a visit could work (so another slice may find more)."""
+        outcomes: list[VisitOutcome] = []
+        moved = False
+        for visit in due:
+            if stop is not None and stop.is_set():
+                break
+            with locks.hold(visit.partition, self._model_id) as held:
+                if held:
+                    part = self._sweep_partition(visit.partition, model_down, stop)
+                else:
+                    part = PartitionReport(visit.partition, busy=True)
+            report.add(part)
+            if progress is not None:
+                progress.partition_done(part)
+            outcome = self._outcome(visit, part)
+            if outcome is not None:
+                outcomes.append(outcome)
+                moved = True
+        self._schedule.finish(self._model_id, outcomes, self._clock())
+        return moved
+
+    def _outcome(self, visit: DueVisit, part: PartitionReport) -> VisitOutcome | None:
+        """Where the visit leaves the partition's work; None: as it was (another sweeper
+        held it, the model failed, or the pass stopped): it stays due."""
+        if part.busy or part.stalled is not None or part.interrupted is not None:
+            return None
+        if part.unfinished:
+            return VisitOutcome(visit.partition, visit.changes, self._clock(), 1)
+        return VisitOutcome(visit.partition, visit.changes, part.tail_closes_at, part.windows_open)
 
     # One partition ----------------------------------------------------------------------
 
@@ -258,12 +365,14 @@ class Sweeper:
         report = PartitionReport(partition)
         watermark = self._watermarks.get(partition, self._model_id)
         try:
-            while self._step(watermark, report, model_down, stop):
+            while self._step_or_read_again(watermark, report, model_down, stop):
                 pass
         except _Stalled as stalled:
             report.stalled = stalled.reason
             watermark.stall(stalled.reason)
             self._watermarks.store(watermark)
+        except _BudgetSpent:
+            report.unfinished = True
         except _Stopped as stopped:
             report.interrupted = stopped.reason
             log.info(
@@ -305,6 +414,8 @@ class Sweeper:
             )
         self._watermarks.store(watermark)
         report.events_poisoned += len(found)
+        if len(found) == self._poison_events_per_read:
+            report.unfinished = True  # more may wait: the partition stays due
         log.warning(
             "history sweep: skipped %d event(s) of %s with occurred_at outside the accepted"
             " range as poison",
@@ -319,6 +430,18 @@ class Sweeper:
         if not self._flags.layers(partition.org_id).semantic_search:
             return Interruption.DISABLED
         return None
+
+    def _step_or_read_again(
+        self,
+        watermark: SweepWatermark,
+        report: PartitionReport,
+        model_down: list[str],
+        stop: threading.Event | None,
+    ) -> bool:
+        try:
+            return self._step(watermark, report, model_down, stop)
+        except _ReadAgain:
+            return True
 
     def _step(
         self,
@@ -348,6 +471,7 @@ class Sweeper:
                 self._consume(watermark, swept, consume_main, report, model_down, stop)
                 if main.read.complete or not swept.closed:
                     report.windows_open += swept.open_windows
+                    report.tail_closes_at = swept.closes_at()
                     return False
                 return True
             mark = mark.begin_late(main.horizon_seq)
@@ -364,6 +488,7 @@ class Sweeper:
                 return True
             # The newest late window is still open: the main stream waits for it.
             report.windows_open += swept.open_windows
+            report.tail_closes_at = swept.closes_at()
             return False
 
         def consume_late(count: int, embedded: list[uuid.UUID], skipped: int) -> None:
@@ -397,6 +522,8 @@ class Sweeper:
             interrupted = self._interruption(watermark.partition, stop)
             if interrupted is not None:
                 raise _Stopped(interrupted)
+            if report.windows_consumed >= self._visit_windows:
+                raise _BudgetSpent()
             while end < len(closed) and len(wanted) < self._batch_windows:
                 if is_substantive(closed[end]):
                     text, count = self._budget.clip(closed[end].content)
@@ -407,8 +534,19 @@ class Sweeper:
                     tokens += count
                 end += 1
             embedded, poisoned = self._embed(watermark.partition, wanted, texts, model_down)
-            if embedded:
-                self._windows.upsert(self._model_id, embedded)
+            written = self._windows.upsert(self._model_id, embedded) if embedded else set()
+            refused = [e for e in embedded if e.id not in written]
+            if refused:
+                # An erasure or purge removed a message of these windows after the read:
+                # consume only what comes before the first of them, and read again (the
+                # rest is cut anew from the messages that are left).
+                end = closed.index(refused[0].window, start)
+                cut = refused[0].window.first.position
+                embedded = [e for e in embedded if e.window.last.position < cut]
+                poisoned = [w for w in poisoned if w.last.position < cut]
+                wanted = [w for w in wanted if w.last.position < cut]
+                if end == start:
+                    raise _ReadAgain()
             for window in poisoned:
                 watermark.skip_poison_window(
                     self._window_id(watermark.partition, window),
@@ -424,6 +562,8 @@ class Sweeper:
             report.windows_skipped += skipped
             report.windows_poisoned += len(poisoned)
             start = end
+            if refused:
+                raise _ReadAgain()
 
     # Embedding --------------------------------------------------------------------------
 

@@ -100,21 +100,6 @@ class SweepStatus:
             next_cursor=next_cursor,
         )
 
-    def pending_windows(self, org_id: str) -> int:
-        """Conversation windows of the org the sweep has not embedded yet (closed ones and
-        those still open), counted in what the sweep would read next from each partition
-        with unconsumed messages: exact unless a partition has more than SWEEP_READ_LIMIT
-        of them waiting, then a lower bound."""
-        pending = 0
-        now = self._clock()
-        for partition in self._events.partitions(org_id):
-            mark = self._watermarks.get(partition, self._model_id).mark
-            if self._events.count_unconsumed(partition, mark) == 0:
-                continue
-            planned = plan(self._next_read(partition, mark), now=now, budget=self._budget)
-            pending += len(planned.closed) + planned.open_windows
-        return pending
-
     def _status(self, partition: Partition) -> PartitionStatus:
         watermark: SweepWatermark = self._watermarks.get(partition, self._model_id)
         mark = watermark.mark

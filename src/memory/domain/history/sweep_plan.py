@@ -19,15 +19,19 @@ was already embedded, it is embedded in a window of its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from memory.domain.history.conversation import (
+    SESSION_GAP,
     ChatMessage,
     ConversationWindow,
     TokenBudget,
     sessionize,
 )
 from memory.domain.history.position import SweepPosition
+
+# PostgreSQL's timestamp resolution: "more than SESSION_GAP" is reached one tick after it.
+_RESOLUTION = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +113,16 @@ class SweepPlan:
     read: PartitionRead
     closed: tuple[ConversationWindow, ...]
     open_windows: int
+    # The last message of the first open window (None: no open window).
+    open_since: datetime | None = None
+
+    def closes_at(self) -> datetime | None:
+        """The first instant at which the first open window is closed by its gap alone (a
+        window closes once more than SESSION_GAP passed since its last message): when the
+        sweep has work again in this partition without any new message."""
+        if self.open_since is None:
+            return None
+        return self.open_since + SESSION_GAP + _RESOLUTION
 
     def end_after(self, count: int) -> SweepPosition:
         if not 0 < count <= len(self.closed):
@@ -127,4 +141,6 @@ def plan(read: PartitionRead, *, now: datetime, budget: TokenBudget) -> SweepPla
         if not window.is_closed:
             break
         closed.append(window)
-    return SweepPlan(read, tuple(closed), len(windows) - len(closed))
+    waiting = windows[len(closed) :]
+    open_since = waiting[0].last.occurred_at if waiting else None
+    return SweepPlan(read, tuple(closed), len(waiting), open_since)

@@ -21,7 +21,7 @@ from memory.application.history.ports import (
     RowKey,
     StoredEvents,
 )
-from memory.domain.history.chat_event import ChatEvent
+from memory.domain.history.chat_event import EMBEDDABLE_DECISIONS, EVENT_TYPE_MESSAGE, ChatEvent
 from memory.domain.history.conversation import ChatMessage
 from memory.domain.history.full_text import (
     CURRENT_SEGMENTATION,
@@ -54,6 +54,30 @@ _INSERT = sql.SQL(
         AS e(event_id, provider, channel, thread, sender, event_type, decision, text,
              occurred_at, search_text)
     ON CONFLICT (org_id, event_id) DO NOTHING
+    RETURNING provider, external_channel_id, event_type, decision
+    """
+)
+# Ingest marks work for the sweep in its own transaction (docs/adr/0089): each partition
+# that got an embeddable message is due now for every model sweepers sweep with, and its
+# ingest count moves on, so a visit that raced with this ingest does not clear it.
+_MARK_WORK = sql.SQL(
+    """
+    WITH inserted AS ({insert}), work AS (
+        INSERT INTO dw_sweep_work AS w (
+            org_id, provider, external_channel_id, model, changes, due_at, waiting_since,
+            pending_windows)
+        SELECT DISTINCT %(org_id)s, i.provider, i.external_channel_id, m.model, 1,
+               '-infinity'::timestamptz, %(now)s::timestamptz, 1
+        FROM inserted i CROSS JOIN dw_sweep_models m
+        WHERE {embeddable}
+        ORDER BY 2, 3, 4
+        ON CONFLICT (org_id, provider, external_channel_id, model) DO UPDATE SET
+            changes = w.changes + 1,
+            due_at = least(w.due_at, excluded.due_at),
+            waiting_since = least(w.waiting_since, excluded.waiting_since),
+            pending_windows = greatest(w.pending_windows, 1)
+        RETURNING 1)
+    SELECT (SELECT count(*) FROM inserted) AS inserted
     """
 )
 _INSERT_PARTITIONS = sql.SQL(
@@ -86,6 +110,13 @@ _REINDEX = sql.SQL(
         AS u(org_id, event_id, search_text)
     WHERE d.org_id = u.org_id AND d.event_id = u.event_id
     """
+)
+_INGEST = _MARK_WORK.format(
+    insert=_INSERT,
+    embeddable=sql.SQL("i.event_type = {} AND i.decision IN ({})").format(
+        sql.Literal(EVENT_TYPE_MESSAGE),
+        sql.SQL(", ").join(sql.Literal(d) for d in EMBEDDABLE_DECISIONS),
+    ),
 )
 _MESSAGE_COLUMNS = sql.SQL("event_id, sender, message_text, occurred_at")
 _HIT_COLUMNS = sql.SQL("event_id, provider, external_channel_id, sender, message_text, occurred_at")
@@ -138,9 +169,11 @@ class PostgresChatEventLog:
             conn.execute(
                 "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (INGEST_LOCK_CLASS, org_id)
             )
-            inserted = conn.execute(_INSERT, params).rowcount
+            # Partitions first: the work rows reference them.
             conn.execute(_INSERT_PARTITIONS, params)
-        return StoredEvents([str(i) for i in ids], max(inserted, 0))
+            row = conn.execute(_INGEST, params | {"now": self._clock()}).fetchone()
+        assert row is not None
+        return StoredEvents([str(i) for i in ids], int(cast(int, row["inserted"])))
 
     def _search_text(self, text: str) -> str | None:
         indexed = self._segmentation.index_text(text)

@@ -44,6 +44,7 @@ _UPSERT = sql.SQL(
         first_occurred_at = excluded.first_occurred_at,
         last_occurred_at = excluded.last_occurred_at,
         created_at = now()
+    RETURNING id
     """
 )
 # A window re-cut after a crash (e.g. a message arrived in between) replaces the rows of
@@ -62,11 +63,11 @@ class PostgresWindowEmbeddings:
     def __init__(self, database: Database) -> None:
         self._db = database
 
-    def upsert(self, model: str, windows: Sequence[EmbeddedWindow]) -> int:
+    def upsert(self, model: str, windows: Sequence[EmbeddedWindow]) -> set[uuid.UUID]:
         by_partition: dict[Partition, list[EmbeddedWindow]] = defaultdict(list)
         for w in windows:
             by_partition[w.partition].append(w)
-        written = 0
+        written: set[uuid.UUID] = set()
         with self._db.connection() as conn:
             for org_id in sorted({p.org_id for p in by_partition}):
                 conn.execute(
@@ -86,9 +87,13 @@ class PostgresWindowEmbeddings:
                     },
                 )
                 with conn.cursor() as cur:
-                    # One pipelined round trip for the batch.
-                    cur.executemany(_UPSERT, [_row(model, w) for w in group])
-                    written += max(cur.rowcount, 0)
+                    # One pipelined round trip for the batch; each statement returns its
+                    # id if it wrote the window.
+                    cur.executemany(_UPSERT, [_row(model, w) for w in group], returning=True)
+                    while True:
+                        written.update(cast(uuid.UUID, r["id"]) for r in cur.fetchall())
+                        if not cur.nextset():
+                            break
         return written
 
     # The distance is computed once per row and sorted by its alias: `1 - (a <=> b)` in the

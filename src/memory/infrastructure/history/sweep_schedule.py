@@ -1,0 +1,216 @@
+"""The sweep's work-waiting state in PostgreSQL: `dw_sweep_work` and `dw_sweep_models`
+(migration 0207, docs/adr/0089).
+
+Ingest marks work in its own transaction (`PostgresChatEventLog.append`); a visit's end
+clears or re-times it (`finish`) only when the partition's ingest count is what the visit
+started from. Every read here filters on the partial index of due rows, so its cost grows
+with the partitions that have work, never with all partitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from psycopg import sql
+
+from memory.application.history.ports import (
+    DueQuery,
+    DueVisit,
+    OrgWaiting,
+    SweepBacklog,
+    VisitOutcome,
+)
+from memory.domain.history.partition import Partition
+from memory.infrastructure.postgres.database import Database
+
+# Ingest marks work in the transaction that inserts into dw_chat_events (ROW EXCLUSIVE until
+# it commits): taking that table SHARE here waits for every ingest in flight and holds new
+# ones back until the seed commits, so no ingest slips between "the model is not registered
+# yet" and the seed's snapshot.
+_REGISTER = (
+    "LOCK TABLE dw_chat_events IN SHARE MODE",
+    "INSERT INTO dw_sweep_models (model) VALUES (%(model)s) ON CONFLICT DO NOTHING",
+)
+_SEED = """
+INSERT INTO dw_sweep_work AS w (
+    org_id, provider, external_channel_id, model, due_at, waiting_since, pending_windows)
+SELECT p.org_id, p.provider, p.external_channel_id, %(model)s, '-infinity', %(now)s, 1
+FROM dw_chat_partitions p
+ON CONFLICT DO NOTHING
+"""
+# An org whose own layer turns off one of the required flags is not swept.
+_ORG_ENABLED = sql.SQL(
+    "NOT EXISTS (SELECT 1 FROM org_feature_flags f WHERE f.org_id = w.org_id"
+    " AND f.flag = ANY(%(flags)s::text[]) AND NOT f.enabled)"
+)
+_DUE = sql.SQL(
+    """
+    WITH due AS (
+        SELECT w.org_id, w.provider, w.external_channel_id, w.changes, w.due_at,
+               w.waiting_since,
+               row_number() OVER (
+                   PARTITION BY w.org_id
+                   ORDER BY w.due_at, w.waiting_since, w.provider, w.external_channel_id
+               ) AS turn
+        FROM dw_sweep_work w
+        WHERE w.model = %(model)s AND w.due_at <= %(now)s AND {enabled}{org}
+    )
+    SELECT org_id, provider, external_channel_id, changes FROM due
+    ORDER BY turn, due_at, waiting_since, org_id
+    LIMIT %(limit)s
+    """
+)
+_OUTCOMES = """unnest(%(org_id)s::text[], %(provider)s::text[], %(channel)s::text[],
+            %(changes)s::bigint[], %(due_at)s::timestamptz[], %(pending)s::int[])
+    AS o(org_id, provider, channel, changes, due_at, pending)"""
+# Rows are locked in key order, as ingest's upsert takes them, so the two never deadlock.
+_LOCK_OUTCOMES = f"""
+SELECT 1 FROM dw_sweep_work AS w, {_OUTCOMES}
+WHERE w.org_id = o.org_id AND w.provider = o.provider
+  AND w.external_channel_id = o.channel AND w.model = %(model)s
+ORDER BY w.org_id, w.provider, w.external_channel_id
+FOR UPDATE OF w
+"""
+_FINISH = f"""
+UPDATE dw_sweep_work AS w SET
+    due_at = CASE WHEN w.changes = o.changes THEN o.due_at ELSE w.due_at END,
+    waiting_since = CASE
+        WHEN w.changes <> o.changes THEN w.waiting_since
+        WHEN o.due_at IS NULL THEN NULL
+        WHEN o.due_at > %(now)s THEN o.due_at
+        ELSE w.waiting_since END,
+    pending_windows = CASE WHEN w.changes = o.changes THEN o.pending
+                           ELSE greatest(o.pending, 1) END
+FROM {_OUTCOMES}
+WHERE w.org_id = o.org_id AND w.provider = o.provider
+  AND w.external_channel_id = o.channel AND w.model = %(model)s
+"""
+_BACKLOG = sql.SQL(
+    """
+    WITH waiting AS (
+        SELECT w.org_id, count(*) AS partitions, min(w.waiting_since) AS since
+        FROM dw_sweep_work w
+        WHERE w.model = %(model)s AND w.due_at <= %(now)s AND {enabled}{org}
+        GROUP BY w.org_id
+    )
+    SELECT (SELECT coalesce(sum(partitions), 0) FROM waiting) AS partitions,
+           (SELECT count(*) FROM waiting) AS orgs,
+           (SELECT min(since) FROM waiting) AS oldest,
+           (SELECT coalesce(jsonb_agg(jsonb_build_array(org_id, partitions, since)
+                                      ORDER BY since, org_id), '[]'::jsonb)
+            FROM (SELECT * FROM waiting ORDER BY since, org_id LIMIT %(top)s) t) AS longest
+    """
+)
+# Before a sweeper first registers the model, every partition waits (the registration makes
+# them all due): the only case that counts partitions.
+_PENDING = """
+SELECT CASE WHEN EXISTS (SELECT 1 FROM dw_sweep_models WHERE model = %(model)s)
+    THEN (SELECT coalesce(sum(pending_windows), 0) FROM dw_sweep_work
+          WHERE org_id = %(org_id)s AND model = %(model)s AND due_at IS NOT NULL)
+    ELSE (SELECT count(*) FROM dw_chat_partitions WHERE org_id = %(org_id)s)
+    END AS pending
+"""
+
+
+class PostgresSweepSchedule:
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def register(self, model: str, now: datetime) -> bool:
+        with self._db.connection() as conn:
+            known = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM dw_sweep_models WHERE model = %s) AS known",
+                (model,),
+            ).fetchone()
+        if known is not None and known["known"]:
+            return False
+        with self._db.connection() as conn:
+            conn.execute(_REGISTER[0])
+            if conn.execute(_REGISTER[1], {"model": model}).rowcount == 0:
+                return False
+            conn.execute(_SEED, {"model": model, "now": now})
+        return True
+
+    def due(self, query: DueQuery) -> list[DueVisit]:
+        params: dict[str, Any] = {
+            "model": query.model,
+            "now": query.now,
+            "limit": query.limit,
+            "flags": list(query.required_flags),
+        }
+        statement = _DUE.format(enabled=_ORG_ENABLED, org=_org_filter(query.org_id, params))
+        with self._db.connection() as conn:
+            rows = conn.execute(statement, params).fetchall()
+        return [
+            DueVisit(
+                Partition(str(r["org_id"]), str(r["provider"]), str(r["external_channel_id"])),
+                int(cast(int, r["changes"])),
+            )
+            for r in rows
+        ]
+
+    def finish(self, model: str, outcomes: Sequence[VisitOutcome], now: datetime) -> None:
+        if not outcomes:
+            return
+        params = {
+            "model": model,
+            "now": now,
+            "org_id": [o.partition.org_id for o in outcomes],
+            "provider": [o.partition.provider for o in outcomes],
+            "channel": [o.partition.channel_id for o in outcomes],
+            "changes": [o.changes for o in outcomes],
+            "due_at": [o.due_at for o in outcomes],
+            "pending": [o.pending_windows for o in outcomes],
+        }
+        with self._db.connection() as conn:
+            conn.execute(_LOCK_OUTCOMES, params)
+            conn.execute(_FINISH, params)
+
+    def backlog(
+        self,
+        model: str,
+        now: datetime,
+        *,
+        top: int,
+        required_flags: tuple[str, ...],
+        org_id: str | None = None,
+    ) -> SweepBacklog:
+        params: dict[str, Any] = {
+            "model": model,
+            "now": now,
+            "top": top,
+            "flags": list(required_flags),
+        }
+        statement = _BACKLOG.format(enabled=_ORG_ENABLED, org=_org_filter(org_id, params))
+        with self._db.connection() as conn:
+            row = conn.execute(statement, params).fetchone()
+        assert row is not None
+        longest = cast(list[list[Any]], row["longest"])
+        return SweepBacklog(
+            partitions=int(cast(int, row["partitions"])),
+            orgs=int(cast(int, row["orgs"])),
+            oldest_since=cast(datetime | None, row["oldest"]),
+            longest=tuple(
+                OrgWaiting(str(o), int(n), datetime.fromisoformat(str(since)))
+                for o, n, since in longest
+            ),
+        )
+
+    def pending_windows(self, org_id: str, model: str) -> int:
+        with self._db.connection() as conn:
+            row = conn.execute(_PENDING, {"org_id": org_id, "model": model}).fetchone()
+        assert row is not None
+        return int(cast(int, row["pending"]))
+
+    def forget(self, model: str) -> None:
+        with self._db.connection() as conn:
+            conn.execute("DELETE FROM dw_sweep_models WHERE model = %s", (model,))
+
+
+def _org_filter(org_id: str | None, params: dict[str, Any]) -> sql.Composable:
+    if org_id is None:
+        return sql.SQL("")
+    params["org_id"] = org_id
+    return sql.SQL(" AND w.org_id = %(org_id)s")
