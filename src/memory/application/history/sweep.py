@@ -287,25 +287,25 @@ class Sweeper:
         if progress is not None:
             progress.started(self.backlog(org_id).partitions)
         model_down: list[str] = []
-        with self._locks.session(wait=wait_for_locks) as locks:
-            while stop is None or not stop.is_set():
-                due = self._schedule.due(
-                    DueQuery(
-                        self._model_id,
-                        self._clock(),
-                        self._slice_partitions,
-                        SWEPT_ORG_FLAGS,
-                        org_id,
-                    )
-                )
-                if not due:
-                    break
-                report.slices += 1
-                moved = self._sweep_slice(due, locks, report, model_down, stop, progress)
-                if model_down or not moved:
-                    break
+        due = self._due(org_id)
+        if due:
+            # The lock session (a connection of its own) only when there is work.
+            with self._locks.session(wait=wait_for_locks) as locks:
+                while due and (stop is None or not stop.is_set()):
+                    report.slices += 1
+                    moved = self._sweep_slice(due, locks, report, model_down, stop, progress)
+                    if model_down or not moved:
+                        break
+                    due = self._due(org_id)
         report.backlog = self.backlog(org_id)
         return report
+
+    def _due(self, org_id: str | None) -> list[DueVisit]:
+        """The next slice: due partitions, round-robin across orgs (docs/adr/0090)."""
+        query = DueQuery(
+            self._model_id, self._clock(), self._slice_partitions, SWEPT_ORG_FLAGS, org_id
+        )
+        return self._schedule.due(query)
 
     def backlog(self, org_id: str | None = None) -> SweepBacklog:
         """What waits now for this sweeper's model (of one org, or all)."""
