@@ -42,7 +42,9 @@ import httpx
 from tqdm import tqdm
 
 from memory.application.policy.commands import NewPolicy, PolicyCommands
+from memory.domain.audit.admin_action import Actor
 from memory.entrypoints.serve_process import served
+from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 from memory.infrastructure.embedding.local_e5 import LocalE5Model
 from memory.infrastructure.policy import reembed as reembed_module
@@ -55,6 +57,8 @@ SOURCES = [f"source-{i}" for i in range(10)]
 TAGS = [f"tag-{i}" for i in range(20)]
 SERVER_START_SECONDS = 120
 WARMUP_QUERIES = 20
+# Who the bench's writes name in their events and audit records.
+BENCH_ACTOR = Actor("bench", "bench/policy_search.py")
 # Every search asks for the API's default page (50) above a threshold low enough that the
 # hash model's bag-of-words similarities fill it, so each answer carries a full page.
 SEARCH_LIMIT = 50
@@ -203,20 +207,43 @@ def bulk_load(
 ) -> float:
     """Store `count` policies through the command API, `batch` per transaction. Returns the
     seconds it took (embedding included)."""
-    log = EventSourcedPolicyLog.connect(database_url)
-    commands = PolicyCommands(log, model, NoWait(), max_content_chars=100_000, wait_timeout=0)
-    rng = random.Random(seed)
-    started = time.perf_counter()
+    with _audited_commands(database_url, model) as commands:
+        return _load(commands, model, count, batch, seed, prefix)
+
+
+@contextmanager
+def _audited_commands(database_url: str, model: Any) -> Iterator[PolicyCommands]:
+    """The command API as `memory serve` wires it: each write's event joins the transaction
+    of its audit record (docs/adr/0103), so the bench pays what a server pays."""
+    database = Database(database_url, min_size=1, max_size=2)
+    database.open()
+    log = EventSourcedPolicyLog.for_database(database)
     try:
-        with tqdm(
-            total=count, desc=f"load {model.identity.id}", unit="policy", file=sys.stderr
-        ) as bar:
-            for start in range(0, count, batch):
-                size = min(batch, count - start)
-                commands.store_many([policy(start + i, rng, prefix) for i in range(size)])
-                bar.update(size)
+        yield PolicyCommands(
+            log,
+            model,
+            NoWait(),
+            audit=PostgresAuditTrail(database),
+            max_content_chars=100_000,
+            wait_timeout=0,
+        )
     finally:
         log.close()
+        database.close()
+
+
+def _load(
+    commands: PolicyCommands, model: Any, count: int, batch: int, seed: int, prefix: str
+) -> float:
+    rng = random.Random(seed)
+    started = time.perf_counter()
+    with tqdm(total=count, desc=f"load {model.identity.id}", unit="policy", file=sys.stderr) as bar:
+        for start in range(0, count, batch):
+            size = min(batch, count - start)
+            commands.store_many(
+                [policy(start + i, rng, prefix) for i in range(size)], actor=BENCH_ACTOR
+            )
+            bar.update(size)
     return time.perf_counter() - started
 
 
@@ -365,22 +392,18 @@ def store_throughput(
 def store_to_searchable_lag(base: str, database_url: str, count: int, seed: int) -> Row:
     """Commit a write through the command API without waiting, then poll its reference over
     HTTP until the server answers it: the time a write takes to become searchable."""
-    log = EventSourcedPolicyLog.connect(database_url)
-    commands = PolicyCommands(
-        log, HashEmbeddingModel(384), NoWait(), max_content_chars=100_000, wait_timeout=0
-    )
     rng = random.Random(seed)
     lags: list[float] = []
-    try:
-        with httpx.Client(base_url=base, timeout=10, headers=AUTH) as client:
-            for i in tqdm(range(count), desc="lag", unit="write", file=sys.stderr, leave=False):
-                receipt = commands.store(*_fields(policy(i, rng, "lag")))
-                committed = time.perf_counter()
-                while client.get(f"/v1/embeddings/{receipt.embedding_ref}").status_code != 200:
-                    pass
-                lags.append((time.perf_counter() - committed) * 1000)
-    finally:
-        log.close()
+    with (
+        _audited_commands(database_url, HashEmbeddingModel(384)) as commands,
+        httpx.Client(base_url=base, timeout=10, headers=AUTH) as client,
+    ):
+        for i in tqdm(range(count), desc="lag", unit="write", file=sys.stderr, leave=False):
+            receipt = commands.store(*_fields(policy(i, rng, "lag")), actor=BENCH_ACTOR)
+            committed = time.perf_counter()
+            while client.get(f"/v1/embeddings/{receipt.embedding_ref}").status_code != 200:
+                pass
+            lags.append((time.perf_counter() - committed) * 1000)
     return Row(
         "store-to-searchable lag (commit -> GET by ref answers)",
         "ms",

@@ -880,6 +880,18 @@ class InMemoryAuditTrail:
         self, actor: Actor, action: Action, change: Callable[[], tuple[T, AuditedChange]]
     ) -> T:
         result, audited = change()
+        self._append(actor, action, audited)
+        return result
+
+    def record_many(
+        self, actor: Actor, action: Action, change: Callable[[], tuple[T, list[AuditedChange]]]
+    ) -> T:
+        result, audited = change()
+        for one in audited:
+            self._append(actor, action, one)
+        return result
+
+    def _append(self, actor: Actor, action: Action, audited: AuditedChange) -> None:
         self.recorded.append(
             AuditEntry(
                 id=len(self.recorded) + 1,
@@ -892,7 +904,6 @@ class InMemoryAuditTrail:
                 after=audited.after,
             )
         )
-        return result
 
     def entries(self, query: AuditQuery) -> AuditPage:
         newest = list(reversed(self.recorded))[: query.limit]

@@ -2,8 +2,10 @@
 
     import memory.api
 
+    me = memory.api.Actor("billing", "billing context")  # named in versions and the audit log
     with memory.api.open("postgresql://memory@db/memory") as mem:
-        mem.policies.store("pw-reset", "Staff must reset their password every 90 days.")
+        mem.policies.store("pw-reset", "Staff must reset their password every 90 days.", actor=me)
+        mem.policies.store("late-fees", "...", actor=me, namespace="org:acme")  # acme's own
         answer = mem.policies.search("how often do I change my password?")
         mem.history.ingest("acme", [memory.api.ChatEvent(...)])
         hits = mem.history.search("acme", memory.api.HistoryQuery("password reset"))
@@ -19,6 +21,10 @@ with `workers=False` (the default) another process runs them (a `memory serve`);
 `workers=True` they run here, in a background thread with its own event loop, until the
 block ends. Without a running projector, policy writes still succeed but answer with
 `searchable=False` after `projection_wait_timeout`.
+
+An in-process caller covers every org: it writes global policies by default and any org's
+with `namespace="org:<org_id>"`; one acting for a single org passes `reach=Reach("acme")`,
+and is then held to that org's namespace as an org's API key is (docs/adr/0102).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from memory.application.history.sweep import SweepReport
 from memory.application.policy.commands import NewPolicy, StoreReceipt
 from memory.application.policy.ports import ProjectionBusy, ProjectorFailed, StoredModel
 from memory.application.policy.queries import SearchAnswer
+from memory.application.policy.reach import NamespaceForbidden, Reach
 from memory.application.policy.service import PolicyService
 from memory.domain.active_model import ActiveModelDrop
 from memory.domain.audit.admin_action import Actor
@@ -79,6 +86,7 @@ __all__ = [
     "Memory",
     "ModelMisconfigured",
     "ModelUnavailable",
+    "NamespaceForbidden",
     "NewPolicy",
     "NotFound",
     "OrgFlag",
@@ -91,6 +99,7 @@ __all__ = [
     "ProjectionBusy",
     "ProjectorFailed",
     "PurgeReport",
+    "Reach",
     "Retention",
     "SearchAnswer",
     "ServiceUnavailable",

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.fakes import TEST_ACTOR
 
 SIBLING = r"""
 import json, sys
@@ -28,15 +29,29 @@ settings = api.Settings(
 SIBLING = api.Actor("sibling", "test sibling context")
 with api.open(settings, workers=True) as mem:
     receipt = mem.policies.store(
-        "pw-reset", "Staff must reset their password every 90 days.", {"title": "Passwords"}
+        "pw-reset", "Staff must reset their password every 90 days.", {"title": "Passwords"},
+        actor=SIBLING,
     )
     out["searchable"] = receipt.searchable
     answer = mem.policies.search("Staff must reset their password every 90 days.")
     out["policy_hits"] = [r.policy_id for r in answer.results]
     try:
-        mem.policies.store("pw-reset", "again")
+        mem.policies.store("pw-reset", "again", actor=SIBLING)
     except api.AlreadyExists as exc:
         out["conflict"] = exc.code
+    # An org's own policy, changed and deleted: each version names the sibling.
+    mem.policies.store("late-fees", "Late fees apply.", actor=SIBLING, namespace="org:acme")
+    mem.policies.update("late-fees", "Late fees apply after 30 days.", actor=SIBLING,
+                        namespace="org:acme")
+    mem.policies.delete("late-fees", actor=SIBLING, namespace="org:acme")
+    out["actors"] = [
+        [v.change.value, v.actor.key_id, v.actor.name]
+        for v in mem.policies.versions("late-fees", namespace="org:acme")
+    ]
+    try:
+        mem.policies.store("x", "y", actor=SIBLING, reach=api.Reach("acme"), namespace="global")
+    except api.NamespaceForbidden as exc:
+        out["forbidden"] = exc.details
 
     mem.history.set_global_flag(api.SEMANTIC_SEARCH_FLAG, True, actor=SIBLING)
     start = datetime.now(UTC) - timedelta(hours=3)
@@ -81,6 +96,12 @@ def test_a_sibling_process_uses_both_contexts_in_process(database_url: str, tmp_
     assert out["searchable"] is True
     assert out["policy_hits"] == ["pw-reset"]
     assert out["conflict"] == "conflict"
+    assert out["actors"] == [
+        ["stored", "sibling", "test sibling context"],
+        ["content", "sibling", "test sibling context"],
+        ["deleted", "sibling", "test sibling context"],
+    ]
+    assert out["forbidden"] == {"field": "namespace"}
     assert out["inserted"] == 3 and out["embedded"] == 1
     assert out["semantic"] == "on"
     assert out["history_hits"] == ["m0", "m1", "m2"]
@@ -95,7 +116,10 @@ def test_without_workers_nothing_runs_in_the_background(
     settings = make_settings(database_url=database_url, projection_wait_timeout=0.3)
     with memory.api.open(settings) as mem:
         # No projector here (nor anywhere): the write is recorded, not yet searchable.
-        assert mem.policies.store("p1", "Travel must be approved.").searchable is False
+        assert (
+            mem.policies.store("p1", "Travel must be approved.", actor=TEST_ACTOR).searchable
+            is False
+        )
         assert mem.policies.models()[0].position is None
         with pytest.raises(memory.api.NotFound):
             mem.policies.versions("p2")

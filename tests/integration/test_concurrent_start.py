@@ -9,6 +9,8 @@ import concurrent.futures
 import threading
 from collections.abc import Callable
 
+from tests.fakes import TEST_ACTOR
+
 from memory.entrypoints.bootstrap import Services, build_services
 from memory.infrastructure.settings import Settings
 
@@ -29,7 +31,7 @@ def test_concurrent_start_ups_on_a_fresh_database_all_succeed(
         futures = [pool.submit(start) for _ in range(STARTS)]
         started = [f.result(timeout=60) for f in futures]
     try:
-        receipt = started[0].policy.store("p1", "Travel must be approved.")
+        receipt = started[0].policy.store("p1", "Travel must be approved.", actor=TEST_ACTOR)
         assert [v.version for v in started[-1].policy.versions("p1")] == [receipt.version]
     finally:
         for services in started:

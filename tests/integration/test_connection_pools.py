@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict
+from tests.fakes import TEST_ACTOR
 
 from memory.entrypoints.bootstrap import build_services
 from memory.entrypoints.policy_runtime import PolicyRuntime
@@ -46,7 +47,7 @@ def test_a_process_opens_a_pool_per_event_store_and_one_of_its_own(
         )
         projector.start()
         try:
-            services.policy.store("p1", "Travel must be approved.")
+            services.policy.store("p1", "Travel must be approved.", actor=TEST_ACTOR)
             services.history.sweep()
             for ctx in services.contexts:
                 ctx.health()

@@ -74,20 +74,32 @@ class AsyncMemoryClient:
     # Policy memory --------------------------------------------------------------------
 
     async def store_policy(
-        self, policy_id: str, content: str, metadata: Mapping[str, Any] | None = None
+        self,
+        policy_id: str,
+        content: str,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        namespace: str | None = None,
     ) -> s.StoreReceiptBody:
-        return await self._one(lambda: calls.store_policy(policy_id, content, metadata))
+        return await self._one(lambda: calls.store_policy(policy_id, content, metadata, namespace))
 
     async def update_policy(
-        self, policy_id: str, content: str, metadata: Mapping[str, Any] | None = None
+        self,
+        policy_id: str,
+        content: str,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        namespace: str | None = None,
     ) -> s.StoreReceiptBody:
-        return await self._one(lambda: calls.update_policy(policy_id, content, metadata))
+        return await self._one(lambda: calls.update_policy(policy_id, content, metadata, namespace))
 
-    async def get_policy(self, policy_id: str) -> s.StoredPolicyBody:
-        return await self._one(lambda: calls.get_policy(policy_id))
+    async def get_policy(
+        self, policy_id: str, *, namespace: str | None = None
+    ) -> s.StoredPolicyBody:
+        return await self._one(lambda: calls.get_policy(policy_id, namespace))
 
-    async def delete_policy(self, policy_id: str) -> None:
-        await self._run(prepare(lambda: calls.delete_policy(policy_id)))
+    async def delete_policy(self, policy_id: str, *, namespace: str | None = None) -> None:
+        await self._run(prepare(lambda: calls.delete_policy(policy_id, namespace)))
 
     async def list_policies(
         self,
@@ -97,10 +109,16 @@ class AsyncMemoryClient:
         source: str | None = None,
         tag: str | None = None,
         updated_since: datetime | None = None,
+        namespace: str | None = None,
     ) -> s.PolicyPageBody:
         return await self._one(
             lambda: calls.list_policies(
-                limit=limit, cursor=cursor, source=source, tag=tag, updated_since=updated_since
+                limit=limit,
+                cursor=cursor,
+                source=source,
+                tag=tag,
+                updated_since=updated_since,
+                namespace=namespace,
             )
         )
 
@@ -111,12 +129,18 @@ class AsyncMemoryClient:
         source: str | None = None,
         tag: str | None = None,
         updated_since: datetime | None = None,
+        namespace: str | None = None,
     ) -> AsyncIterator[s.StoredPolicyBody]:
         """Every listed policy, newest first, fetching page after page by cursor."""
         cursor: str | None = None
         while True:
             page = await self.list_policies(
-                limit=page_size, cursor=cursor, source=source, tag=tag, updated_since=updated_since
+                limit=page_size,
+                cursor=cursor,
+                source=source,
+                tag=tag,
+                updated_since=updated_since,
+                namespace=namespace,
             )
             for policy in page.policies:
                 yield policy
@@ -124,8 +148,10 @@ class AsyncMemoryClient:
                 return
             cursor = page.next_cursor
 
-    async def policy_versions(self, policy_id: str) -> s.PolicyVersionsBody:
-        return await self._one(lambda: calls.policy_versions(policy_id))
+    async def policy_versions(
+        self, policy_id: str, *, namespace: str | None = None
+    ) -> s.PolicyVersionsBody:
+        return await self._one(lambda: calls.policy_versions(policy_id, namespace))
 
     async def search_policies(
         self,
@@ -137,6 +163,7 @@ class AsyncMemoryClient:
         cursor: str | None = None,
         max_results: int | None = None,
         filter: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
     ) -> s.PolicySearchBody:
         return await self._one(
             lambda: calls.search_policies(
@@ -147,6 +174,7 @@ class AsyncMemoryClient:
                 cursor=cursor,
                 max_results=max_results,
                 filter=filter,
+                namespace=namespace,
             )
         )
 
@@ -157,6 +185,7 @@ class AsyncMemoryClient:
         similarity_threshold: float | None = None,
         page_size: int | None = None,
         filter: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
     ) -> AsyncIterator[s.SearchResultBody]:
         """Every result of a search, best first, walking its pages by cursor."""
         cursor: str | None = None
@@ -167,6 +196,7 @@ class AsyncMemoryClient:
                 limit=page_size,
                 cursor=cursor,
                 filter=filter,
+                namespace=namespace,
             )
             for hit in page.results:
                 yield hit
@@ -180,9 +210,12 @@ class AsyncMemoryClient:
         *,
         origin: Literal["direct", "search"] = "direct",
         query: str | None = None,
+        namespace: str | None = None,
     ) -> s.PolicyDocumentBody:
         return await self._one(
-            lambda: calls.get_by_embedding(embedding_ref, origin=origin, query=query)
+            lambda: calls.get_by_embedding(
+                embedding_ref, origin=origin, query=query, namespace=namespace
+            )
         )
 
     # History search -------------------------------------------------------------------

@@ -53,28 +53,43 @@ def _params(**values: Any) -> dict[str, str]:
 # Policy memory -----------------------------------------------------------------------------
 
 
+def _where(namespace: str | None) -> dict[str, str]:
+    """The `namespace` query parameter of every policy call (docs/adr/0102)."""
+    return _params(**p.NamespaceQuery(namespace=namespace).model_dump())
+
+
 def store_policy(
-    policy_id: str, content: str, metadata: Mapping[str, Any] | None
+    policy_id: str, content: str, metadata: Mapping[str, Any] | None, namespace: str | None
 ) -> Call[s.StoreReceiptBody]:
     body = p.StoreBody(
         policy_id=policy_id, content=content, metadata=None if metadata is None else dict(metadata)
     )
-    return Call("POST", "/v1/policies", s.StoreReceiptBody, body=_body(body))
+    return Call(
+        "POST", "/v1/policies", s.StoreReceiptBody, params=_where(namespace), body=_body(body)
+    )
 
 
 def update_policy(
-    policy_id: str, content: str, metadata: Mapping[str, Any] | None
+    policy_id: str, content: str, metadata: Mapping[str, Any] | None, namespace: str | None
 ) -> Call[s.StoreReceiptBody]:
     body = p.UpdateBody(content=content, metadata=None if metadata is None else dict(metadata))
-    return Call("PUT", f"/v1/policies/{_seg(policy_id)}", s.StoreReceiptBody, body=_body(body))
+    return Call(
+        "PUT",
+        f"/v1/policies/{_seg(policy_id)}",
+        s.StoreReceiptBody,
+        params=_where(namespace),
+        body=_body(body),
+    )
 
 
-def get_policy(policy_id: str) -> Call[s.StoredPolicyBody]:
-    return Call("GET", f"/v1/policies/{_seg(policy_id)}", s.StoredPolicyBody)
+def get_policy(policy_id: str, namespace: str | None) -> Call[s.StoredPolicyBody]:
+    return Call(
+        "GET", f"/v1/policies/{_seg(policy_id)}", s.StoredPolicyBody, params=_where(namespace)
+    )
 
 
-def delete_policy(policy_id: str) -> Call[BaseModel]:
-    return Call("DELETE", f"/v1/policies/{_seg(policy_id)}", None)
+def delete_policy(policy_id: str, namespace: str | None) -> Call[BaseModel]:
+    return Call("DELETE", f"/v1/policies/{_seg(policy_id)}", None, params=_where(namespace))
 
 
 def list_policies(
@@ -84,15 +99,26 @@ def list_policies(
     source: str | None,
     tag: str | None,
     updated_since: datetime | None,
+    namespace: str | None,
 ) -> Call[s.PolicyPageBody]:
     params = _params(
-        limit=limit, cursor=cursor, source=source, tag=tag, updated_since=updated_since
+        limit=limit,
+        cursor=cursor,
+        source=source,
+        tag=tag,
+        updated_since=updated_since,
+        namespace=namespace,
     )
     return Call("GET", "/v1/policies", s.PolicyPageBody, params=params)
 
 
-def policy_versions(policy_id: str) -> Call[s.PolicyVersionsBody]:
-    return Call("GET", f"/v1/policies/{_seg(policy_id)}/versions", s.PolicyVersionsBody)
+def policy_versions(policy_id: str, namespace: str | None) -> Call[s.PolicyVersionsBody]:
+    return Call(
+        "GET",
+        f"/v1/policies/{_seg(policy_id)}/versions",
+        s.PolicyVersionsBody,
+        params=_where(namespace),
+    )
 
 
 def search_policies(
@@ -104,6 +130,7 @@ def search_policies(
     cursor: str | None,
     max_results: int | None,
     filter: Mapping[str, Any] | None,
+    namespace: str | None,
 ) -> Call[s.PolicySearchBody]:
     body = p.SearchBody(
         query=query,
@@ -114,17 +141,27 @@ def search_policies(
         max_results=max_results,
         filter=None if filter is None else dict(filter),
     )
-    return Call("POST", "/v1/policies/search", s.PolicySearchBody, body=_body(body))
+    return Call(
+        "POST",
+        "/v1/policies/search",
+        s.PolicySearchBody,
+        params=_where(namespace),
+        body=_body(body),
+    )
 
 
 def get_by_embedding(
-    embedding_ref: str, *, origin: Literal["direct", "search"], query: str | None
+    embedding_ref: str,
+    *,
+    origin: Literal["direct", "search"],
+    query: str | None,
+    namespace: str | None,
 ) -> Call[s.PolicyDocumentBody]:
     return Call(
         "GET",
         f"/v1/embeddings/{_seg(embedding_ref)}",
         s.PolicyDocumentBody,
-        params=_params(origin=origin, query=query),
+        params=_params(origin=origin, query=query, namespace=namespace),
     )
 
 

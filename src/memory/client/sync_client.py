@@ -74,20 +74,30 @@ class MemoryClient:
     # Policy memory --------------------------------------------------------------------
 
     def store_policy(
-        self, policy_id: str, content: str, metadata: Mapping[str, Any] | None = None
+        self,
+        policy_id: str,
+        content: str,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        namespace: str | None = None,
     ) -> s.StoreReceiptBody:
-        return self._one(lambda: calls.store_policy(policy_id, content, metadata))
+        return self._one(lambda: calls.store_policy(policy_id, content, metadata, namespace))
 
     def update_policy(
-        self, policy_id: str, content: str, metadata: Mapping[str, Any] | None = None
+        self,
+        policy_id: str,
+        content: str,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        namespace: str | None = None,
     ) -> s.StoreReceiptBody:
-        return self._one(lambda: calls.update_policy(policy_id, content, metadata))
+        return self._one(lambda: calls.update_policy(policy_id, content, metadata, namespace))
 
-    def get_policy(self, policy_id: str) -> s.StoredPolicyBody:
-        return self._one(lambda: calls.get_policy(policy_id))
+    def get_policy(self, policy_id: str, *, namespace: str | None = None) -> s.StoredPolicyBody:
+        return self._one(lambda: calls.get_policy(policy_id, namespace))
 
-    def delete_policy(self, policy_id: str) -> None:
-        self._run(prepare(lambda: calls.delete_policy(policy_id)))
+    def delete_policy(self, policy_id: str, *, namespace: str | None = None) -> None:
+        self._run(prepare(lambda: calls.delete_policy(policy_id, namespace)))
 
     def list_policies(
         self,
@@ -97,10 +107,16 @@ class MemoryClient:
         source: str | None = None,
         tag: str | None = None,
         updated_since: datetime | None = None,
+        namespace: str | None = None,
     ) -> s.PolicyPageBody:
         return self._one(
             lambda: calls.list_policies(
-                limit=limit, cursor=cursor, source=source, tag=tag, updated_since=updated_since
+                limit=limit,
+                cursor=cursor,
+                source=source,
+                tag=tag,
+                updated_since=updated_since,
+                namespace=namespace,
             )
         )
 
@@ -111,20 +127,28 @@ class MemoryClient:
         source: str | None = None,
         tag: str | None = None,
         updated_since: datetime | None = None,
+        namespace: str | None = None,
     ) -> Iterator[s.StoredPolicyBody]:
         """Every listed policy, newest first, fetching page after page by cursor."""
         cursor: str | None = None
         while True:
             page = self.list_policies(
-                limit=page_size, cursor=cursor, source=source, tag=tag, updated_since=updated_since
+                limit=page_size,
+                cursor=cursor,
+                source=source,
+                tag=tag,
+                updated_since=updated_since,
+                namespace=namespace,
             )
             yield from page.policies
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
 
-    def policy_versions(self, policy_id: str) -> s.PolicyVersionsBody:
-        return self._one(lambda: calls.policy_versions(policy_id))
+    def policy_versions(
+        self, policy_id: str, *, namespace: str | None = None
+    ) -> s.PolicyVersionsBody:
+        return self._one(lambda: calls.policy_versions(policy_id, namespace))
 
     def search_policies(
         self,
@@ -136,6 +160,7 @@ class MemoryClient:
         cursor: str | None = None,
         max_results: int | None = None,
         filter: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
     ) -> s.PolicySearchBody:
         return self._one(
             lambda: calls.search_policies(
@@ -146,6 +171,7 @@ class MemoryClient:
                 cursor=cursor,
                 max_results=max_results,
                 filter=filter,
+                namespace=namespace,
             )
         )
 
@@ -156,6 +182,7 @@ class MemoryClient:
         similarity_threshold: float | None = None,
         page_size: int | None = None,
         filter: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
     ) -> Iterator[s.SearchResultBody]:
         """Every result of a search, best first, walking its pages by cursor."""
         cursor: str | None = None
@@ -166,6 +193,7 @@ class MemoryClient:
                 limit=page_size,
                 cursor=cursor,
                 filter=filter,
+                namespace=namespace,
             )
             yield from page.results
             if page.next_cursor is None:
@@ -178,8 +206,13 @@ class MemoryClient:
         *,
         origin: Literal["direct", "search"] = "direct",
         query: str | None = None,
+        namespace: str | None = None,
     ) -> s.PolicyDocumentBody:
-        return self._one(lambda: calls.get_by_embedding(embedding_ref, origin=origin, query=query))
+        return self._one(
+            lambda: calls.get_by_embedding(
+                embedding_ref, origin=origin, query=query, namespace=namespace
+            )
+        )
 
     # History search -------------------------------------------------------------------
 

@@ -8,6 +8,17 @@ from pydantic import Field
 
 from memory.contract.input import Instant, QueryInt, QueryParams, StrictBody, nullable_ref
 
+# Where a request stands (docs/adr/0102): 'global' or 'org:<org_id>'; omitted, the key's
+# home (its org's namespace, or the global one for a key for every org).
+Namespace = Annotated[
+    str | None,
+    Field(description="'global' or 'org:<org_id>'; omitted: the key's org, or global."),
+]
+
+
+class NamespaceQuery(QueryParams):
+    namespace: Namespace = None
+
 
 class PolicyPath(QueryParams):
     policy_id: str
@@ -56,8 +67,10 @@ class PolicyListing(QueryParams):
     source: str | None = None
     tag: str | None = None
     updated_since: Instant | None = None
+    namespace: Namespace = None
 
 
 class EmbeddingLookup(QueryParams):
     origin: Literal["direct", "search"] = "direct"
     query: str | None = None
+    namespace: Namespace = None

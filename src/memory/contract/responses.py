@@ -117,6 +117,10 @@ class PolicyFilterShape(BaseModel):
 # Policy answers --------------------------------------------------------------------------
 
 
+# Servers before docs/adr/0102 had global policies only, so an answer without it is one.
+NAMESPACE_DESCRIPTION = "'global', or 'org:<org_id>' for an org's policy."
+
+
 class StoreReceiptBody(Answer):
     policy_id: str
     embedding_ref: UUID
@@ -125,6 +129,7 @@ class StoreReceiptBody(Answer):
     dimensions: int
     stored_at: datetime
     searchable: bool
+    namespace: str = Field(default="global", description=NAMESPACE_DESCRIPTION)
 
 
 class StoredPolicyBody(Answer):
@@ -139,11 +144,17 @@ class StoredPolicyBody(Answer):
     content: str
     stored_at: datetime
     updated_at: datetime
+    namespace: str = Field(default="global", description=NAMESPACE_DESCRIPTION)
 
 
 class PolicyPageBody(Answer):
     policies: list[StoredPolicyBody]
     next_cursor: str | None
+
+
+class PolicyActorBody(Answer):
+    key_id: str
+    name: str
 
 
 class PolicyVersionBody(Answer):
@@ -154,11 +165,17 @@ class PolicyVersionBody(Answer):
     metadata: dict[str, Any]
     recorded_at: datetime
     change: Literal["stored", "content", "metadata", "deleted"]
+    actor: PolicyActorBody | None = Field(
+        default=None,
+        description="Who made the change; null for a version recorded before changes named "
+        "their actor.",
+    )
 
 
 class PolicyVersionsBody(Answer):
     policy_id: str
     versions: list[PolicyVersionBody]
+    namespace: str = Field(default="global", description=NAMESPACE_DESCRIPTION)
 
 
 class SearchResultBody(Answer):
@@ -171,6 +188,7 @@ class SearchResultBody(Answer):
     tags: list[str]
     metadata: dict[str, Any]
     timestamp: datetime
+    namespace: str = Field(default="global", description=NAMESPACE_DESCRIPTION)
 
 
 class PolicySearchBody(Answer):
@@ -192,6 +210,7 @@ class PolicyDocumentBody(Answer):
     similarity: float | None = Field(
         default=None, description="Only with origin=search.", exclude_if=_absent
     )
+    namespace: str = Field(default="global", description=NAMESPACE_DESCRIPTION)
 
 
 # History answers -------------------------------------------------------------------------

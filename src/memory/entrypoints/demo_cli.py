@@ -70,7 +70,7 @@ def _load(services: Services, settings: Settings, data: DemoData) -> dict[str, A
     for policy in data.policies:
         metadata = {"title": policy.title, "source": "memory-demo", "tags": ["demo", policy.lang]}
         try:
-            policies.store(policy.policy_id, policy.content, metadata)
+            policies.store(policy.policy_id, policy.content, metadata, actor=cli_actor())
             stored += 1
         except AlreadyExists:
             pass

@@ -1,9 +1,13 @@
 """Operator commands of the policy context:
 
 memory policies get POLICY_ID                      the current version
+memory policies versions POLICY_ID                 every version, with who made it
 memory policies list [--source S] [--tag T]        stored policies, newest first, a page
     [--updated-since TIME] [--limit N] [--cursor C]  at a time
 memory policies delete POLICY_ID                   delete (audited, as the operator)
+
+get, versions, list and delete take `--namespace global|org:ORG` (default global; an org's
+namespace reads its own policies and the global ones, docs/adr/0102).
 memory policies reembed --model SPEC [--rebuild]   replay the log into SPEC's rows
 memory policies drop-model SPEC                    delete another model's rows
 memory policies status                             models, rows, projection positions,
@@ -69,7 +73,15 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
     get = commands.add_parser("get", help="a policy's current version, with its content")
     get.add_argument("policy_id", metavar="POLICY_ID")
+    _namespace_argument(get)
     get.set_defaults(func=_get)
+
+    versions = commands.add_parser(
+        "versions", help="every version of a policy: what changed, when and by whom"
+    )
+    versions.add_argument("policy_id", metavar="POLICY_ID")
+    _namespace_argument(versions)
+    versions.set_defaults(func=_versions)
 
     listing = commands.add_parser(
         "list",
@@ -90,6 +102,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     listing.add_argument("--limit", type=int, help="page size, 1-200 (default 50)")
     listing.add_argument("--cursor", help="the previous page's next cursor")
+    _namespace_argument(listing)
     listing.set_defaults(func=_list)
 
     delete = commands.add_parser(
@@ -97,7 +110,17 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="delete a policy: search never finds it again (recorded in the audit log)",
     )
     delete.add_argument("policy_id", metavar="POLICY_ID")
+    _namespace_argument(delete)
     delete.set_defaults(func=_delete)
+
+
+def _namespace_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--namespace",
+        metavar="NAMESPACE",
+        help="'global' (the default) or 'org:ORG': where the policy is; reading in an org's "
+        "namespace also finds the global policies",
+    )
 
 
 @contextmanager
@@ -203,13 +226,45 @@ def _get(args: argparse.Namespace) -> int:
 
     with _policies(args.settings) as policies:
         try:
-            policy = policies.get(args.policy_id)
+            policy = policies.get(args.policy_id, namespace=args.namespace)
         except InvalidInput:
             raise  # `memory` names the argument
         except DomainError as exc:
             error(exc.message)
             return 1
     emit(wire(policy_body(policy)), title=f"policy {policy.policy_id}, version {policy.version}")
+    return 0
+
+
+def _versions(args: argparse.Namespace) -> int:
+    from memory.entrypoints.http.answer import wire
+    from memory.entrypoints.http.policy_routes import versions_body
+
+    with _policies(args.settings) as policies:
+        try:
+            history = policies.versions(args.policy_id, namespace=args.namespace)
+        except InvalidInput:
+            raise  # `memory` names the argument
+        except DomainError as exc:
+            error(exc.message)
+            return 1
+    if wants_json():
+        emit(wire(versions_body(args.policy_id, history)))
+        return 0
+    rows = [
+        {
+            "version": v.version,
+            "change": v.change.value,
+            "recorded_at": v.recorded_at,
+            "actor": "unknown" if v.actor is None else f"{v.actor.name} ({v.actor.key_id})",
+            "model": v.model,
+        }
+        for v in history
+    ]
+    emit(
+        {"namespace": history[0].namespace.text, "versions": rows},
+        title=f"policy {args.policy_id}: {len(rows)} versions",
+    )
     return 0
 
 
@@ -226,6 +281,7 @@ def _list(args: argparse.Namespace) -> int:
                 source=args.source,
                 tag=args.tag,
                 updated_since=args.updated_since,
+                namespace=args.namespace,
             )
         except InvalidInput:
             raise  # `memory` names the argument
@@ -257,7 +313,7 @@ def _list(args: argparse.Namespace) -> int:
 def _delete(args: argparse.Namespace) -> int:
     with _policies(args.settings) as policies:
         try:
-            projected = policies.delete(args.policy_id, actor=cli_actor())
+            projected = policies.delete(args.policy_id, actor=cli_actor(), namespace=args.namespace)
         except InvalidInput:
             raise  # `memory` names the argument
         except DomainError as exc:

@@ -65,10 +65,12 @@ class PolicyRuntime:
         self.progress = ProjectionProgress()
         model_id = model.identity.id
         waiter = TrackingWaiter(self.progress, lambda: read_tracking_position(database, model_id))
+        audit_trail = audit if audit is not None else PostgresAuditTrail(database)
         self.commands = PolicyCommands(
             self.log,
             model,
             waiter,
+            audit=audit_trail,
             max_content_chars=settings.policy_max_content_chars,
             wait_timeout=settings.projection_wait_timeout,
         )
@@ -91,7 +93,7 @@ class PolicyRuntime:
             self.queries,
             PostgresPolicyModelStore(database, self.log, build_model or _no_swaps),
             active_model=model_id,
-            audit=audit if audit is not None else PostgresAuditTrail(database),
+            audit=audit_trail,
             observers=(PolicyMetrics(), ServiceLog()) if observers is None else observers,
         )
         self._workers = PolicyWorkers(database, model, self.log, self.progress)

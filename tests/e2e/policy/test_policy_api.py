@@ -44,8 +44,10 @@ async def test_store_update_versions_search_and_get(policy_app: Any) -> None:
             "dimensions",
             "stored_at",
             "searchable",
+            "namespace",
         }
         assert receipt["policy_id"] == "travel-eu"
+        assert receipt["namespace"] == "global"  # the admin token's home
         assert (receipt["version"], receipt["model"], receipt["dimensions"]) == (1, "hash:384", 384)
         assert receipt["searchable"] is True
         ref = receipt["embedding_ref"]
@@ -70,6 +72,7 @@ async def test_store_update_versions_search_and_get(policy_app: Any) -> None:
             "tags",
             "metadata",
             "timestamp",
+            "namespace",
         }
         assert (hit["embedding_ref"], hit["policy_id"], hit["version"]) == (ref, "travel-eu", 1)
         assert (hit["title"], hit["source"], hit["tags"]) == ("EU travel", "finance", ["travel"])
@@ -125,6 +128,7 @@ async def test_store_update_versions_search_and_get(policy_app: Any) -> None:
             "source",
             "timestamp",
             "metadata",
+            "namespace",
         }
         assert document["content"] == "All business travel needs approval from a line manager."
         assert (document["version"], document["title"]) == (3, "Travel approval")

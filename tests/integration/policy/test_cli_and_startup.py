@@ -8,10 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.fakes import TEST_ACTOR
 from tests.integration.policy.conftest import MakeRuntime, StartProjector
 
 from memory.application.audit.ports import AuditQuery
 from memory.application.policy.commands import NewPolicy
+from memory.domain.audit.admin_action import Actor
 from memory.domain.policy.dimensionality import DimensionalityMismatch
 from memory.entrypoints import cli
 from memory.entrypoints.bootstrap import build_services
@@ -37,7 +39,9 @@ def test_reembed_shows_progress_and_drop_model_refuses_the_active_model(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     runtime = make_runtime(projection_wait_timeout=0)
-    runtime.commands.store_many([NewPolicy(f"p{i}", f"text {i}") for i in range(5)])
+    runtime.commands.store_many(
+        [NewPolicy(f"p{i}", f"text {i}") for i in range(5)], actor=TEST_ACTOR
+    )
 
     assert memory_cli("policies", "reembed", "--model", "hash:384") == 0
     out, err = capsys.readouterr()
@@ -130,7 +134,9 @@ def test_status_lists_and_drop_model_removes_what_a_failed_reembed_left(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     runtime = make_runtime(projection_wait_timeout=0)
-    runtime.commands.store_many([NewPolicy(f"p{i}", f"text {i}") for i in range(2)])
+    runtime.commands.store_many(
+        [NewPolicy(f"p{i}", f"text {i}") for i in range(2)], actor=TEST_ACTOR
+    )
     monkeypatch.setenv("MEMORY_OLLAMA_URL", f"http://127.0.0.1:{free_port()}")  # refused
     monkeypatch.setenv("MEMORY_MODEL_RETRIES", "0")
     assert memory_cli("policies", "reembed", "--model", "ollama:embeddinggemma@384") == 1
@@ -164,7 +170,9 @@ def test_get_list_and_delete_from_the_command_line(
         NewPolicy("leave", "Leave carries over.", {"source": "hr"}),
         NewPolicy("pay", "Salaries are paid monthly.", {"source": "hr", "tags": ["t"]}),
     ):
-        assert runtime.service.store(policy.policy_id, policy.content, policy.metadata).searchable
+        assert runtime.service.store(
+            policy.policy_id, policy.content, policy.metadata, actor=TEST_ACTOR
+        ).searchable
 
     assert memory_cli("policies", "get", "travel", "--json") == 0
     got = json.loads(capsys.readouterr().out)
@@ -228,3 +236,45 @@ def test_policy_commands_name_the_argument_that_is_wrong(
     assert "POLICY_ID: " in capsys.readouterr().err
     assert memory_cli("policies", "delete", "never-stored") == 1
     assert "policy never-stored does not exist" in capsys.readouterr().err
+
+
+def test_the_command_line_names_itself_in_versions_and_the_audit_log_and_takes_a_namespace(
+    memory_cli: Callable[..., int],
+    runtime: PolicyRuntime,
+    policy_db: Database,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sibling = Actor("sibling", "billing context")
+    runtime.service.store("travel", "Travel needs approval.", actor=sibling, namespace="org:acme")
+    runtime.service.update(
+        "travel", "Travel needs two approvals.", actor=TEST_ACTOR, namespace="org:acme"
+    )
+    runtime.service.store("travel", "Global travel rule.", actor=TEST_ACTOR)
+
+    # Not in the global namespace (the CLI's default) as acme's: its own is deleted.
+    assert memory_cli("policies", "delete", "travel", "--namespace", "org:acme") == 0
+    capsys.readouterr()
+    assert memory_cli("policies", "versions", "travel", "--namespace", "org:acme", "--json") == 0
+    history = json.loads(capsys.readouterr().out)
+    assert history["namespace"] == "org:acme"
+    actors = [(v["change"], v["actor"]["key_id"], v["actor"]["name"]) for v in history["versions"]]
+    assert actors[:2] == [
+        ("stored", "sibling", "billing context"),
+        ("content", TEST_ACTOR.key_id, TEST_ACTOR.name),
+    ]
+    assert actors[2][:2] == ("deleted", "cli") and actors[2][2].startswith("cli:")
+    assert memory_cli("policies", "versions", "travel") == 0
+    readable = capsys.readouterr().out
+    assert "1 versions" in readable and TEST_ACTOR.name in readable  # the global one
+
+    entries = PostgresAuditTrail(policy_db).entries(AuditQuery(org_id="acme")).entries
+    assert [(e.action, e.actor.key_id, e.target) for e in reversed(entries)] == [
+        ("policy.stored", "sibling", "travel"),
+        ("policy.updated", TEST_ACTOR.key_id, "travel"),
+        ("policy.deleted", "cli", "travel"),
+    ]
+    assert memory_cli("policies", "get", "travel", "--namespace", "org:acme", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["namespace"] == "global"  # acme's is gone
+
+    assert memory_cli("policies", "list", "--namespace", "acme") == 2
+    assert "--namespace: must be 'global' or 'org:'" in capsys.readouterr().err

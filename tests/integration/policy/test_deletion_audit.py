@@ -12,6 +12,7 @@ import pytest
 from tests.fakes import TEST_ACTOR
 
 from memory.application.audit.ports import AuditEntry, AuditQuery
+from memory.domain.errors import NotFound
 from memory.domain.policy.policy_id import PolicyId
 from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
@@ -32,21 +33,41 @@ def deletions(database: Database) -> list[AuditEntry]:
     return [e for e in entries if e.action == "policy.deleted"]
 
 
-def test_a_deletion_is_recorded_with_who_and_which_version_never_the_content(
+def test_every_write_is_recorded_with_who_and_which_version_never_the_content(
     make_runtime: MakeRuntime, start_projector: StartProjector, policy_db: Database
 ) -> None:
     runtime = make_runtime()
     start_projector(runtime)
     service = runtime.service
-    service.store("p", CONTENT, {"title": "Expenses zqxtitle"})
-    service.update("p", CONTENT + " Late ones need approval.")
+    service.store("p", CONTENT, {"title": "Expenses zqxtitle"}, actor=TEST_ACTOR)
+    service.update("p", CONTENT + " Late ones need approval.", actor=TEST_ACTOR)
+    service.update("p", CONTENT + " Late ones need approval.", {"title": "x"}, actor=TEST_ACTOR)
+    # An org's policy of the same id: another policy, audited under its org.
+    service.store("p", CONTENT, actor=TEST_ACTOR, namespace="org:acme")
 
     assert service.delete("p", actor=TEST_ACTOR) is True  # the projector saw the event
 
-    [entry] = deletions(policy_db)
-    assert (entry.actor, entry.target, entry.org_id) == (TEST_ACTOR, "p", None)
-    assert (entry.before, entry.after) == ({"version": 2}, {"deleted": True, "version": 3})
-    assert [v.change.value for v in service.versions("p")] == ["stored", "content", "deleted"]
+    entries = PostgresAuditTrail(policy_db).entries(AuditQuery()).entries
+    assert [(e.action, e.org_id, e.before, e.after) for e in reversed(entries)] == [
+        ("policy.stored", None, None, {"namespace": "global", "version": 1}),
+        ("policy.updated", None, {"version": 1}, {"namespace": "global", "version": 2}),
+        ("policy.updated", None, {"version": 2}, {"namespace": "global", "version": 3}),
+        ("policy.stored", "acme", None, {"namespace": "org:acme", "version": 1}),
+        (
+            "policy.deleted",
+            None,
+            {"version": 3},
+            {"deleted": True, "namespace": "global", "version": 4},
+        ),
+    ]
+    assert {(e.actor, e.target) for e in entries} == {(TEST_ACTOR, "p")}
+    assert [v.change.value for v in service.versions("p")] == [
+        "stored",
+        "content",
+        "metadata",
+        "deleted",
+    ]
+    assert {v.actor for v in service.versions("p")} == {TEST_ACTOR}
     with policy_db.connection() as conn:
         recorded = str(conn.execute("SELECT state FROM auditlog_events").fetchall())
     for marker in ("zqxcontent", "zqxtitle"):
@@ -62,7 +83,7 @@ def test_a_failure_recording_the_deletion_leaves_the_policy_as_it_was(
     runtime = make_runtime()
     start_projector(runtime)
     service = runtime.service
-    service.store("p", CONTENT)
+    service.store("p", CONTENT, actor=TEST_ACTOR)
 
     def fail(*args: object) -> None:
         raise Injected
@@ -81,6 +102,40 @@ def test_a_failure_recording_the_deletion_leaves_the_policy_as_it_was(
     assert len(deletions(policy_db)) == 1
 
 
+def test_a_failure_recording_a_store_or_update_records_no_version(
+    make_runtime: MakeRuntime,
+    start_projector: StartProjector,
+    policy_db: Database,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runtime = make_runtime()
+    start_projector(runtime)
+    service = runtime.service
+    service.store("p", CONTENT, actor=TEST_ACTOR)
+
+    def fail(*args: object) -> None:
+        raise Injected
+
+    monkeypatch.setattr(PostgresAuditTrail, "_append", fail)
+    with pytest.raises(Injected):
+        service.update("p", CONTENT + " Changed.", actor=TEST_ACTOR)
+    with pytest.raises(Injected):
+        service.update("p", CONTENT, {"title": "new"}, actor=TEST_ACTOR)
+    with pytest.raises(Injected):
+        service.store("q", CONTENT, actor=TEST_ACTOR, namespace="org:acme")
+    monkeypatch.undo()
+
+    assert [v.change.value for v in service.versions("p")] == ["stored"]
+    assert service.get("p").content == CONTENT
+    with pytest.raises(NotFound):
+        service.versions("q", namespace="org:acme")
+    entries = PostgresAuditTrail(policy_db).entries(AuditQuery()).entries
+    assert [e.action for e in entries] == ["policy.stored"]
+    # Nothing half-done stands in the way: the same writes succeed now.
+    assert service.update("p", CONTENT + " Changed.", actor=TEST_ACTOR).version == 2
+    assert service.store("q", CONTENT, actor=TEST_ACTOR, namespace="org:acme").version == 1
+
+
 def test_an_update_racing_the_deletion_is_retried_inside_its_transaction(
     make_runtime: MakeRuntime,
     start_projector: StartProjector,
@@ -90,7 +145,7 @@ def test_an_update_racing_the_deletion_is_retried_inside_its_transaction(
     runtime = make_runtime()
     start_projector(runtime)
     service = runtime.service
-    service.store("p", CONTENT)
+    service.store("p", CONTENT, actor=TEST_ACTOR)
     read = runtime.log.get
     raced: list[Any] = []
 
@@ -98,7 +153,9 @@ def test_an_update_racing_the_deletion_is_retried_inside_its_transaction(
         aggregate = read(policy_id)
         if not raced:  # another writer saves a newer version before the deletion does
             raced.append(policy_id)
-            racing = threading.Thread(target=lambda: service.update("p", "changed meanwhile"))
+            racing = threading.Thread(
+                target=lambda: service.update("p", "changed meanwhile", actor=TEST_ACTOR)
+            )
             racing.start()
             racing.join(30)
         return aggregate
@@ -112,4 +169,7 @@ def test_an_update_racing_the_deletion_is_retried_inside_its_transaction(
         "deleted",
     ]
     [entry] = deletions(policy_db)
-    assert (entry.before, entry.after) == ({"version": 2}, {"deleted": True, "version": 3})
+    assert (entry.before, entry.after) == (
+        {"version": 2},
+        {"deleted": True, "namespace": "global", "version": 3},
+    )

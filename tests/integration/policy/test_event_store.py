@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from tests.fakes import TEST_ACTOR
 from tests.integration.policy.conftest import MakeRuntime
 
 from memory.application.policy.commands import NewPolicy
@@ -14,6 +15,7 @@ from memory.domain.embedding import EmbeddingVector, ModelIdentity
 from memory.domain.policy.aggregate import PolicyEmbedding
 from memory.domain.policy.content import PolicyContent
 from memory.domain.policy.metadata import PolicyMetadata
+from memory.domain.policy.namespace import GLOBAL, PolicyAddress
 from memory.domain.policy.policy_id import PolicyId
 from memory.infrastructure.policy.event_recorder import PolicyEventRecorder
 from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
@@ -21,11 +23,12 @@ from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 
 def new_aggregate(policy_id: str) -> PolicyEmbedding:
     return PolicyEmbedding.store(
-        PolicyId.parse(policy_id),
+        PolicyAddress(GLOBAL, PolicyId.parse(policy_id)),
         PolicyContent.parse("text", max_chars=10),
         PolicyMetadata(),
         ModelIdentity("hash:384", 384),
         EmbeddingVector(tuple([1.0] + [0.0] * 383)),
+        actor=TEST_ACTOR,
     )
 
 
@@ -42,9 +45,9 @@ def test_large_batches_and_large_policies_are_recorded_without_hanging(
 
     def store() -> None:
         runtime.commands.store_many(
-            [NewPolicy(f"p{i}", f"policy {i} " + "x" * 2_000) for i in range(200)]
+            [NewPolicy(f"p{i}", f"policy {i} " + "x" * 2_000) for i in range(200)], actor=TEST_ACTOR
         )
-        runtime.commands.store("big", "y" * 600_000)
+        runtime.commands.store("big", "y" * 600_000, actor=TEST_ACTOR)
         done.set()
 
     worker = threading.Thread(target=store, daemon=True)
@@ -62,12 +65,12 @@ def test_concurrent_first_stores_of_one_policy_conflict(database_url: str) -> No
         first.save(new_aggregate("p1"))
         with pytest.raises(RecordConflict):
             second.save(new_aggregate("p1"))
-        stale = second.get(PolicyId.parse("p1"))
-        fresh = first.get(PolicyId.parse("p1"))
+        stale = second.get(PolicyAddress(GLOBAL, PolicyId.parse("p1")))
+        fresh = first.get(PolicyAddress(GLOBAL, PolicyId.parse("p1")))
         assert stale is not None and fresh is not None
-        fresh.update_metadata(PolicyMetadata.parse({"title": "first"}))
+        fresh.update_metadata(PolicyMetadata.parse({"title": "first"}), actor=TEST_ACTOR)
         first.save(fresh)
-        stale.update_metadata(PolicyMetadata.parse({"title": "second"}))
+        stale.update_metadata(PolicyMetadata.parse({"title": "second"}), actor=TEST_ACTOR)
         with pytest.raises(RecordConflict):
             second.save(stale)
     finally:

@@ -19,8 +19,8 @@ from memory.infrastructure.postgres.database import Database
 
 def test_get_answers_the_current_version_from_the_log(runtime: PolicyRuntime) -> None:
     service = runtime.service
-    first = service.store("p", "the first text", {"title": "T", "tags": ["a"]})
-    second = service.update("p", "the second text")
+    first = service.store("p", "the first text", {"title": "T", "tags": ["a"]}, actor=TEST_ACTOR)
+    second = service.update("p", "the second text", actor=TEST_ACTOR)
     policy = service.get("p")
     assert (policy.policy_id, policy.version, policy.content) == ("p", 2, "the second text")
     assert policy.embedding_ref == first.embedding_ref
@@ -36,8 +36,10 @@ def test_a_deleted_policy_leaves_search_get_and_every_models_rows(
     runtime: PolicyRuntime, read_rows: ReadRows, policy_db: Database, test_model: Any
 ) -> None:
     service = runtime.service
-    ref = service.store("gone", "expense reports are due monthly", {"tags": ["x"]}).embedding_ref
-    service.store("kept", "expense reports need receipts")
+    ref = service.store(
+        "gone", "expense reports are due monthly", {"tags": ["x"]}, actor=TEST_ACTOR
+    ).embedding_ref
+    service.store("kept", "expense reports need receipts", actor=TEST_ACTOR)
     reembed(policy_db, test_model(OTHER_MODEL), runtime.log)
     assert "gone" in read_rows(OTHER_MODEL)
 
@@ -57,7 +59,7 @@ def test_a_deleted_policy_leaves_search_get_and_every_models_rows(
     with pytest.raises(NotFound):
         service.delete("gone", actor=TEST_ACTOR)
     with pytest.raises(NotFound):
-        service.update("gone", "new text")
+        service.update("gone", "new text", actor=TEST_ACTOR)
     with pytest.raises(NotFound):
         service.delete("never-stored", actor=TEST_ACTOR)
 
@@ -66,22 +68,22 @@ def test_storing_a_deleted_id_again_continues_its_versions_as_a_new_history(
     runtime: PolicyRuntime,
 ) -> None:
     service = runtime.service
-    first = service.store("p", "travel needs approval", {"tags": ["old"]})
+    first = service.store("p", "travel needs approval", {"tags": ["old"]}, actor=TEST_ACTOR)
     service.delete("p", actor=TEST_ACTOR)
-    again = service.store("p", "travel needs no approval", {"tags": ["new"]})
+    again = service.store("p", "travel needs no approval", {"tags": ["new"]}, actor=TEST_ACTOR)
     assert again.version == 3
     assert again.embedding_ref == first.embedding_ref
     policy = service.get("p")
     assert policy.metadata.tags == ("new",)
     assert policy.stored_at == again.stored_at > first.stored_at
-    service.update("p", "travel needs no approval", {"tags": ["newer"]})
+    service.update("p", "travel needs no approval", {"tags": ["newer"]}, actor=TEST_ACTOR)
     assert service.get("p").stored_at == again.stored_at  # an update keeps the history's start
     history = [(v.version, v.change.value) for v in service.versions("p")]
     assert history == [(1, "stored"), (2, "deleted"), (3, "stored"), (4, "metadata")]
     hits = service.search("travel approval", similarity_threshold=0.0).results
     assert [(h.policy_id, h.version) for h in hits] == [("p", 4)]
     with pytest.raises(Exception, match="already exists"):
-        service.store("p", "once more")
+        service.store("p", "once more", actor=TEST_ACTOR)
 
 
 def test_replays_after_a_deletion_never_bring_the_policy_back(
@@ -94,12 +96,14 @@ def test_replays_after_a_deletion_never_bring_the_policy_back(
     runtime = make_runtime()
     projector = start_projector(runtime)
     service = runtime.service
-    service.store_many([NewPolicy(f"p{i}", f"policy number {i}") for i in range(3)])
-    service.update("p1", "policy number one, reworded")
+    service.store_many(
+        [NewPolicy(f"p{i}", f"policy number {i}") for i in range(3)], actor=TEST_ACTOR
+    )
+    service.update("p1", "policy number one, reworded", actor=TEST_ACTOR)
     service.delete("p1", actor=TEST_ACTOR)
-    service.store("p2-again", "unrelated")
+    service.store("p2-again", "unrelated", actor=TEST_ACTOR)
     service.delete("p2", actor=TEST_ACTOR)
-    service.store("p2", "policy two returns")
+    service.store("p2", "policy two returns", actor=TEST_ACTOR)
 
     other = test_model(OTHER_MODEL)
     reembed(policy_db, other, runtime.log)
@@ -125,15 +129,18 @@ def test_listing_is_newest_first_in_keyset_pages_with_filters(runtime: PolicyRun
             f"p{i}",
             f"policy {i}",
             {"source": "hr" if i % 2 else "finance", "tags": ["even"] if i % 2 == 0 else []},
+            actor=TEST_ACTOR,
         )
-    service.update("p0", "policy zero, newest now")
+    service.update("p0", "policy zero, newest now", actor=TEST_ACTOR)
 
     first = service.list_policies(limit=2)
     assert [p.policy_id for p in first.policies] == ["p0", "p4"]
     assert first.next_cursor is not None
     second = service.list_policies(limit=2, cursor=first.next_cursor)
     assert [p.policy_id for p in second.policies] == ["p3", "p2"]
-    service.store("p5", "written while paging")  # lands in front, shifts nothing behind
+    service.store(
+        "p5", "written while paging", actor=TEST_ACTOR
+    )  # lands in front, shifts nothing behind
     third = service.list_policies(limit=2, cursor=second.next_cursor)
     assert [p.policy_id for p in third.policies] == ["p1"]
     assert third.next_cursor is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.fakes import TEST_ACTOR
 from tests.integration.policy.conftest import OTHER_MODEL, MakeRuntime, ReadRows, StartProjector
 
 from memory.application.policy.commands import NewPolicy
@@ -35,12 +36,15 @@ def seed(runtime: PolicyRuntime) -> None:
         [
             NewPolicy(f"p{i}", f"policy {w}", {"title": w})
             for i, w in enumerate(["zero", "one", "two", "three", "four", "five"])
-        ]
+        ],
+        actor=TEST_ACTOR,
     )
-    runtime.commands.update("p0", "policy zero, second wording")
-    runtime.commands.update("p0", "policy zero, third wording")
-    runtime.commands.update("p2", "policy two, second wording")
-    runtime.commands.update("p3", "policy three", {"title": "three", "tags": ["renamed"]})
+    runtime.commands.update("p0", "policy zero, second wording", actor=TEST_ACTOR)
+    runtime.commands.update("p0", "policy zero, third wording", actor=TEST_ACTOR)
+    runtime.commands.update("p2", "policy two, second wording", actor=TEST_ACTOR)
+    runtime.commands.update(
+        "p3", "policy three", {"title": "three", "tags": ["renamed"]}, actor=TEST_ACTOR
+    )
 
 
 def test_reembed_embeds_each_current_version_once_into_rows_of_the_new_model(

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import pytest
 from psycopg import Cursor
+from tests.fakes import TEST_ACTOR
 from tests.integration.policy.conftest import MakeRuntime, StartProjector
 
 from memory.application.policy.commands import NewPolicy
@@ -71,12 +72,15 @@ def row_versions(database: Database, model: str) -> dict[str, int]:
 
 def seed(runtime: PolicyRuntime, policies: int) -> None:
     runtime.commands.store_many(
-        [NewPolicy(f"p{i}", f"policy text {i}", {"title": f"t{i}"}) for i in range(policies)]
+        [NewPolicy(f"p{i}", f"policy text {i}", {"title": f"t{i}"}) for i in range(policies)],
+        actor=TEST_ACTOR,
     )
     for i in range(0, policies, 3):
-        runtime.commands.update(f"p{i}", f"policy text {i}, revised")
+        runtime.commands.update(f"p{i}", f"policy text {i}, revised", actor=TEST_ACTOR)
     for i in range(0, policies, 5):
-        runtime.commands.update(f"p{i}", f"policy text {i}, revised", {"title": "meta"})
+        runtime.commands.update(
+            f"p{i}", f"policy text {i}, revised", {"title": "meta"}, actor=TEST_ACTOR
+        )
 
 
 def test_a_crash_before_commit_loses_the_row_and_the_position_together(
@@ -131,7 +135,7 @@ def test_a_killed_projector_process_resumes_exactly_where_its_commits_stopped(
     runtime = make_runtime(projection_wait_timeout=0)
     for batch in range(10):
         runtime.commands.store_many(
-            [NewPolicy(f"p{batch}-{i}", f"text {batch} {i}") for i in range(150)]
+            [NewPolicy(f"p{batch}-{i}", f"text {batch} {i}") for i in range(150)], actor=TEST_ACTOR
         )
     seed(runtime, 30)
     head = runtime.log.head()

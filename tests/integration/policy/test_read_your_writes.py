@@ -4,6 +4,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tests.fakes import TEST_ACTOR
 from tests.integration.policy.conftest import MakeRuntime, StartProjector
 
 from memory.entrypoints.policy_runtime import PolicyRuntime
@@ -13,7 +14,7 @@ from memory.infrastructure.postgres.database import Database
 def test_a_search_right_after_a_store_finds_the_policy(runtime: PolicyRuntime) -> None:
     for i in range(20):
         text = f"policy number {i} about topic{i} and subject{i}"
-        receipt = runtime.commands.store(f"p{i}", text, {"title": f"T{i}"})
+        receipt = runtime.commands.store(f"p{i}", text, {"title": f"T{i}"}, actor=TEST_ACTOR)
         assert receipt.searchable
         answer = runtime.queries.search(text, similarity_threshold=0.99, limit=1)
         assert [r.policy_id for r in answer.results] == [f"p{i}"]
@@ -21,8 +22,12 @@ def test_a_search_right_after_a_store_finds_the_policy(runtime: PolicyRuntime) -
 
 
 def test_an_update_is_visible_to_the_next_read(runtime: PolicyRuntime) -> None:
-    first = runtime.commands.store("p1", "old wording of the rule", {"title": "Old"})
-    second = runtime.commands.update("p1", "entirely different new phrasing", {"title": "New"})
+    first = runtime.commands.store(
+        "p1", "old wording of the rule", {"title": "Old"}, actor=TEST_ACTOR
+    )
+    second = runtime.commands.update(
+        "p1", "entirely different new phrasing", {"title": "New"}, actor=TEST_ACTOR
+    )
     assert (second.version, second.searchable) == (2, True)
     document = runtime.queries.get_by_embedding(str(first.embedding_ref))
     assert (document.version, document.content) == (2, "entirely different new phrasing")
@@ -32,10 +37,10 @@ def test_an_update_is_visible_to_the_next_read(runtime: PolicyRuntime) -> None:
 
 
 def test_the_wait_is_short_when_the_projector_runs_here(runtime: PolicyRuntime) -> None:
-    runtime.commands.store("warm", "warm up")
+    runtime.commands.store("warm", "warm up", actor=TEST_ACTOR)
     started = time.perf_counter()
     for i in range(10):
-        runtime.commands.store(f"p{i}", f"text {i}")
+        runtime.commands.store(f"p{i}", f"text {i}", actor=TEST_ACTOR)
     assert (time.perf_counter() - started) / 10 < 0.2
 
 
@@ -46,7 +51,7 @@ def test_without_a_projector_a_write_is_recorded_but_not_yet_searchable(
 ) -> None:
     runtime = make_runtime(projection_wait_timeout=0.2)
     started = time.perf_counter()
-    receipt = runtime.commands.store("p1", "recorded while no projector runs")
+    receipt = runtime.commands.store("p1", "recorded while no projector runs", actor=TEST_ACTOR)
     assert not receipt.searchable
     assert 0.2 <= time.perf_counter() - started < 2.0
     assert [v.version for v in runtime.queries.versions("p1")] == [1]
@@ -60,9 +65,9 @@ def test_events_live_in_the_library_event_store(
     make_runtime: MakeRuntime, policy_db: Database
 ) -> None:
     runtime = make_runtime(projection_wait_timeout=0)
-    runtime.commands.store("p1", "one")
-    runtime.commands.update("p1", "two")
-    runtime.commands.update("p1", "two", {"title": "t"})
+    runtime.commands.store("p1", "one", actor=TEST_ACTOR)
+    runtime.commands.update("p1", "two", actor=TEST_ACTOR)
+    runtime.commands.update("p1", "two", {"title": "t"}, actor=TEST_ACTOR)
     with policy_db.connection() as conn:
         topics = [
             r["topic"]

@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from tests.fakes import TEST_ACTOR
 from tests.integration.policy.conftest import MakeRuntime, StartProjector
 
 from memory.application.errors import DeadlineExceeded
@@ -48,12 +49,13 @@ def corpus(
             },
         )
 
-    runtime.commands.store_many([policy(i) for i in range(30)])
+    runtime.commands.store_many([policy(i) for i in range(30)], actor=TEST_ACTOR)
     middle = datetime.now().astimezone()
     time.sleep(0.01)
-    runtime.commands.store_many([policy(i) for i in range(30, 60)])
+    runtime.commands.store_many([policy(i) for i in range(30, 60)], actor=TEST_ACTOR)
     runtime.commands.store_many(
-        [NewPolicy("dup-a", "duplicate travel text"), NewPolicy("dup-b", "duplicate travel text")]
+        [NewPolicy("dup-a", "duplicate travel text"), NewPolicy("dup-b", "duplicate travel text")],
+        actor=TEST_ACTOR,
     )
     return runtime, middle
 

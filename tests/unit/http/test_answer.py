@@ -40,6 +40,7 @@ def test_an_answer_has_the_bytes_jsonresponse_wrote_for_the_same_dict(
         timestamp=instant,
         metadata={"tags": ["a"], "score": similarity, "nested": {"none": None}},
         similarity=similarity,
+        namespace="org:acme",
     )
     by_hand = {
         "embedding_ref": str(REF),
@@ -51,6 +52,7 @@ def test_an_answer_has_the_bytes_jsonresponse_wrote_for_the_same_dict(
         "timestamp": instant.isoformat(),
         "metadata": {"tags": ["a"], "score": similarity, "nested": {"none": None}},
         "similarity": similarity,
+        "namespace": "org:acme",
     }
     assert render(body) == JSONResponse(by_hand).body
     response = AnswerResponse(body, 201)

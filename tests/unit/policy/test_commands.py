@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.fakes import TEST_ACTOR, InMemoryAuditTrail
 
 from memory.application.embedding import ModelUnavailable
 from memory.application.policy.commands import UPDATE_ATTEMPTS, NewPolicy, PolicyCommands
@@ -28,7 +29,14 @@ def commands(
 ) -> tuple[PolicyCommands, CountingModel]:
     model = counting_model()
     return (
-        PolicyCommands(memory_log, model, told_waiter, max_content_chars=200, wait_timeout=1.0),
+        PolicyCommands(
+            memory_log,
+            model,
+            told_waiter,
+            audit=InMemoryAuditTrail(),
+            max_content_chars=200,
+            wait_timeout=1.0,
+        ),
         model,
     )
 
@@ -40,9 +48,9 @@ def test_store_embeds_records_and_waits_for_the_projection(
     told_waiter: ToldWaiter,
 ) -> None:
     cmd, model = commands
-    receipt = cmd.store("p1", "Travel must be approved.", {"title": "Travel"})
+    receipt = cmd.store("p1", "Travel must be approved.", {"title": "Travel"}, actor=TEST_ACTOR)
     assert receipt.version == 1
-    assert receipt.embedding_ref == embedding_ref_for(PolicyEmbedding.create_id("p1"))
+    assert receipt.embedding_ref == embedding_ref_for(PolicyEmbedding.create_id("p1", None))
     assert (receipt.model, receipt.dimensions, receipt.searchable) == ("hash:384", 384, True)
     assert model.documents == ["Travel must be approved."]
     assert told_waiter.waited_for == [1]
@@ -53,16 +61,16 @@ def test_store_reports_not_yet_searchable_when_the_wait_times_out(
     commands: tuple[PolicyCommands, CountingModel], told_waiter: ToldWaiter
 ) -> None:
     told_waiter.answer = False
-    assert not commands[0].store("p1", "text").searchable
+    assert not commands[0].store("p1", "text", actor=TEST_ACTOR).searchable
 
 
 def test_storing_an_existing_policy_conflicts_without_embedding(
     commands: tuple[PolicyCommands, CountingModel], recorded: Recorded
 ) -> None:
     cmd, model = commands
-    cmd.store("p1", "first")
+    cmd.store("p1", "first", actor=TEST_ACTOR)
     with pytest.raises(AlreadyExists):
-        cmd.store("p1", "second")
+        cmd.store("p1", "second", actor=TEST_ACTOR)
     assert model.documents == ["first"]
     assert len(recorded()) == 1
 
@@ -87,7 +95,7 @@ def test_invalid_input_changes_nothing_and_embeds_nothing(
 ) -> None:
     cmd, model = commands
     with pytest.raises(InvalidInput) as err:
-        cmd.store(policy_id, content, metadata)
+        cmd.store(policy_id, content, metadata, actor=TEST_ACTOR)
     assert err.value.field == field
     assert model.documents == []
     assert recorded() == []
@@ -101,13 +109,13 @@ def test_unavailable_model_records_nothing(
     cmd, model = commands
     model.down = True
     with pytest.raises(ModelUnavailable):
-        cmd.store("p1", "text")
+        cmd.store("p1", "text", actor=TEST_ACTOR)
     assert recorded() == []
     model.down = False
-    cmd.store("p1", "text")
+    cmd.store("p1", "text", actor=TEST_ACTOR)
     model.down = True
     with pytest.raises(ModelUnavailable):
-        cmd.update("p1", "new text")
+        cmd.update("p1", "new text", actor=TEST_ACTOR)
     assert len(recorded()) == 1
 
 
@@ -117,12 +125,12 @@ def test_store_many_is_all_or_nothing(
     recorded: Recorded,
 ) -> None:
     cmd, model = commands
-    receipts = cmd.store_many([NewPolicy("a", "one"), NewPolicy("b", "two")])
+    receipts = cmd.store_many([NewPolicy("a", "one"), NewPolicy("b", "two")], actor=TEST_ACTOR)
     assert [r.policy_id for r in receipts] == ["a", "b"]
     with pytest.raises(AlreadyExists):
-        cmd.store_many([NewPolicy("c", "three"), NewPolicy("a", "again")])
+        cmd.store_many([NewPolicy("c", "three"), NewPolicy("a", "again")], actor=TEST_ACTOR)
     with pytest.raises(InvalidInput) as err:
-        cmd.store_many([NewPolicy("d", "four"), NewPolicy("e", "")])
+        cmd.store_many([NewPolicy("d", "four"), NewPolicy("e", "")], actor=TEST_ACTOR)
     assert err.value.field == "policies.1.content"
     assert len(recorded()) == 2
     assert model.documents == ["one", "two"]
@@ -138,7 +146,8 @@ def test_every_bad_field_of_a_store_or_update_is_reported_and_nothing_changes(
                 NewPolicy("", "one", {"title": 5}),
                 NewPolicy("fine", "two"),
                 NewPolicy("b", "   ", {"tags": "not-a-list"}),
-            ]
+            ],
+            actor=TEST_ACTOR,
         )
     assert [f["field"] for f in err.value.details["fields"]] == [
         "policies.0.policy_id",
@@ -146,9 +155,9 @@ def test_every_bad_field_of_a_store_or_update_is_reported_and_nothing_changes(
         "policies.2.content",
         "policies.2.metadata.tags",
     ]
-    cmd.store("p1", "text")
+    cmd.store("p1", "text", actor=TEST_ACTOR)
     with pytest.raises(InvalidInput) as err:
-        cmd.update("p1", "x" * 201, {"source": 7})
+        cmd.update("p1", "x" * 201, {"source": 7}, actor=TEST_ACTOR)
     assert [f["field"] for f in err.value.details["fields"]] == ["content", "metadata.source"]
     assert model.documents == ["text"]
     assert len(recorded()) == 1
@@ -158,8 +167,8 @@ def test_update_of_content_re_embeds_and_increments_the_version(
     commands: tuple[PolicyCommands, CountingModel],
 ) -> None:
     cmd, model = commands
-    first = cmd.store("p1", "old text", {"title": "T"})
-    receipt = cmd.update("p1", "new text")
+    first = cmd.store("p1", "old text", {"title": "T"}, actor=TEST_ACTOR)
+    receipt = cmd.update("p1", "new text", actor=TEST_ACTOR)
     assert receipt.version == 2
     assert receipt.stored_at > first.stored_at
     assert receipt.embedding_ref == first.embedding_ref
@@ -172,8 +181,8 @@ def test_metadata_only_update_does_not_re_embed(
     recorded: Recorded,
 ) -> None:
     cmd, model = commands
-    cmd.store("p1", "text", {"title": "T"})
-    receipt = cmd.update("p1", "text", {"title": "T2"})
+    cmd.store("p1", "text", {"title": "T"}, actor=TEST_ACTOR)
+    receipt = cmd.update("p1", "text", {"title": "T2"}, actor=TEST_ACTOR)
     assert receipt.version == 2
     assert model.documents == ["text"]
     last = memory_log.events(memory_log_pid("p1"))[-1]
@@ -181,17 +190,18 @@ def test_metadata_only_update_does_not_re_embed(
 
 
 def memory_log_pid(text: str) -> Any:
+    from memory.domain.policy.namespace import GLOBAL, PolicyAddress
     from memory.domain.policy.policy_id import PolicyId
 
-    return PolicyId.parse(text)
+    return PolicyAddress(GLOBAL, PolicyId.parse(text))
 
 
 def test_omitted_metadata_keeps_the_current_one(
     commands: tuple[PolicyCommands, CountingModel], memory_log: EventSourcedPolicyLog
 ) -> None:
     cmd, _ = commands
-    cmd.store("p1", "text", {"title": "T", "tags": ["a"]})
-    cmd.update("p1", "changed text")
+    cmd.store("p1", "text", {"title": "T", "tags": ["a"]}, actor=TEST_ACTOR)
+    cmd.update("p1", "changed text", actor=TEST_ACTOR)
     aggregate = memory_log.get(memory_log_pid("p1"))
     assert aggregate is not None
     assert aggregate.metadata.title == "T"
@@ -204,8 +214,8 @@ def test_an_update_that_changes_nothing_records_nothing(
     recorded: Recorded,
 ) -> None:
     cmd, model = commands
-    cmd.store("p1", "text", {"title": "T"})
-    receipt = cmd.update("p1", "text", {"title": "T"})
+    cmd.store("p1", "text", {"title": "T"}, actor=TEST_ACTOR)
+    receipt = cmd.update("p1", "text", {"title": "T"}, actor=TEST_ACTOR)
     assert receipt.version == 1
     assert len(recorded()) == 1
     assert model.documents == ["text"]
@@ -216,7 +226,7 @@ def test_updating_an_unknown_policy_is_not_found_and_embeds_nothing(
 ) -> None:
     cmd, model = commands
     with pytest.raises(NotFound):
-        cmd.update("nope", "text")
+        cmd.update("nope", "text", actor=TEST_ACTOR)
     assert model.documents == []
 
 
@@ -226,8 +236,15 @@ def test_a_concurrent_update_is_reapplied_to_the_newer_version(
     told_waiter: ToldWaiter,
 ) -> None:
     model = counting_model()
-    cmd = PolicyCommands(memory_log, model, told_waiter, max_content_chars=100, wait_timeout=1)
-    cmd.store("p1", "v1")
+    cmd = PolicyCommands(
+        memory_log,
+        model,
+        told_waiter,
+        audit=InMemoryAuditTrail(),
+        max_content_chars=100,
+        wait_timeout=1,
+    )
+    cmd.store("p1", "v1", actor=TEST_ACTOR)
     real_get = memory_log.get
     raced: list[bool] = []
 
@@ -239,12 +256,14 @@ def test_a_concurrent_update_is_reapplied_to_the_newer_version(
             assert other is not None
             from memory.domain.policy.metadata import PolicyMetadata
 
-            other.update_metadata(PolicyMetadata.parse({"title": "by the other writer"}))
+            other.update_metadata(
+                PolicyMetadata.parse({"title": "by the other writer"}), actor=TEST_ACTOR
+            )
             memory_log.save(other)
         return aggregate
 
     memory_log.get = get_then_race  # type: ignore[method-assign]
-    receipt = cmd.update("p1", "v2 text")
+    receipt = cmd.update("p1", "v2 text", actor=TEST_ACTOR)
     assert receipt.version == 3
     assert model.documents == ["v1", "v2 text"]  # embedded once, reused on the retry
     final = real_get(memory_log_pid("p1"))
@@ -263,6 +282,7 @@ def test_a_model_of_the_wrong_size_is_refused_at_construction(
             memory_log,
             counting_model("hash:768", 768),
             told_waiter,
+            audit=InMemoryAuditTrail(),
             max_content_chars=10,
             wait_timeout=1,
         )
@@ -274,8 +294,15 @@ def test_an_update_that_keeps_losing_the_race_gives_up_with_a_conflict(
     told_waiter: ToldWaiter,
 ) -> None:
     model = counting_model()
-    cmd = PolicyCommands(memory_log, model, told_waiter, max_content_chars=100, wait_timeout=1)
-    cmd.store("p1", "v1")
+    cmd = PolicyCommands(
+        memory_log,
+        model,
+        told_waiter,
+        audit=InMemoryAuditTrail(),
+        max_content_chars=100,
+        wait_timeout=1,
+    )
+    cmd.store("p1", "v1", actor=TEST_ACTOR)
     real_get = memory_log.get
     races = 0
 
@@ -287,12 +314,14 @@ def test_an_update_that_keeps_losing_the_race_gives_up_with_a_conflict(
         races += 1
         from memory.domain.policy.metadata import PolicyMetadata
 
-        other.update_metadata(PolicyMetadata.parse({"title": f"other writer {races}"}))
+        other.update_metadata(
+            PolicyMetadata.parse({"title": f"other writer {races}"}), actor=TEST_ACTOR
+        )
         memory_log.save(other)
         return aggregate
 
     memory_log.get = get_then_race  # type: ignore[method-assign]
     with pytest.raises(AlreadyExists, match="changed concurrently"):
-        cmd.update("p1", "v2 text")
+        cmd.update("p1", "v2 text", actor=TEST_ACTOR)
     assert races == UPDATE_ATTEMPTS  # it tried that often, then told the caller to retry
     assert model.documents == ["v1", "v2 text"]  # embedded once for all attempts

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
-from tests.fakes import InMemoryAuditTrail
+from tests.fakes import TEST_ACTOR, InMemoryAuditTrail
 
 from memory.application.observer import ServiceCall
 from memory.application.policy.commands import PolicyCommands
@@ -35,7 +35,7 @@ class EmptyReadModel:
     def search(self, vector: Any, request: Any, after: Any, timeout: float) -> ResultRows:
         return ResultRows([], False)
 
-    def get(self, embedding_ref: Any, query: Any, timeout: float) -> None:
+    def get(self, embedding_ref: Any, query: Any, timeout: float, view: Any) -> None:
         return None
 
 
@@ -99,7 +99,9 @@ def service(
     audit: InMemoryAuditTrail,
 ) -> tuple[PolicyService, Recorder, ModelRows]:
     model = counting_model()
-    commands = PolicyCommands(memory_log, model, told_waiter, max_content_chars=200, wait_timeout=1)
+    commands = PolicyCommands(
+        memory_log, model, told_waiter, audit=audit, max_content_chars=200, wait_timeout=1
+    )
     queries = PolicyQueries(
         memory_log, EmptyReadModel(), model, CursorCodec(b"k" * 32), search_timeout=2.0
     )
@@ -119,9 +121,9 @@ def test_every_call_is_reported_once_with_its_result_or_error(
     service: tuple[PolicyService, Recorder, ModelRows],
 ) -> None:
     svc, recorder, _ = service
-    receipt = svc.store("p1", "Travel must be approved.")
+    receipt = svc.store("p1", "Travel must be approved.", actor=TEST_ACTOR)
     with pytest.raises(AlreadyExists):
-        svc.store("p1", "again")
+        svc.store("p1", "again", actor=TEST_ACTOR)
     svc.search("travel")
     assert [(c.context, c.operation, c.ok) for c in recorder.calls] == [
         ("policy", "store", True),
@@ -143,9 +145,9 @@ def test_metrics_observe_the_service_not_the_routes(
     before_search = count("memory_policy_searches_total", outcome="ok")
     svc = service[0]
     with pytest.raises(NotFound):
-        svc.update("nope", "text")
-    svc.store("p1", "Travel must be approved.")
-    svc.update("p1", "Travel must be approved in writing.")
+        svc.update("nope", "text", actor=TEST_ACTOR)
+    svc.store("p1", "Travel must be approved.", actor=TEST_ACTOR)
+    svc.update("p1", "Travel must be approved in writing.", actor=TEST_ACTOR)
     svc.search("travel")
     assert count("memory_policy_commands_total", command="update", outcome="ok") == before_ok + 1
     assert (
@@ -165,7 +167,7 @@ def test_an_observer_that_fails_never_fails_the_call(
             raise RuntimeError("metrics backend down")
 
     svc.observe(Broken())
-    assert svc.store("p1", "Travel must be approved.").version == 1
+    assert svc.store("p1", "Travel must be approved.", actor=TEST_ACTOR).version == 1
     assert "observer" in caplog.text
 
 

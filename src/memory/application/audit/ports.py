@@ -58,6 +58,13 @@ class AuditTrail(Protocol):
         commit, or neither does. Returns what `change` returned."""
         ...
 
+    def record_many(
+        self, actor: Actor, action: Action, change: Callable[[], tuple[T, list[AuditedChange]]]
+    ) -> T:
+        """`record` for a change of several targets at once (several policies stored in one
+        transaction): one event per `AuditedChange`, all in the change's transaction."""
+        ...
+
     def entries(self, query: AuditQuery) -> AuditPage:
         """Newest first."""
         ...

@@ -1,18 +1,23 @@
-"""StoreEmbedding and UpdateEmbedding: validate, embed (outside any transaction), record the
-event, then wait until the read model reflects it so that a search right after finds it."""
+"""StoreEmbedding, UpdateEmbedding and deletion: validate, embed (outside any transaction),
+record the event and its audit record in one transaction (docs/adr/0103), then wait until
+the read model reflects it so that a search right after finds it.
+
+Every write names its namespace (docs/adr/0102) and its actor, which the event carries."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any
 from uuid import UUID
 
+from memory.application.audit.ports import AuditTrail
 from memory.application.embedding import EmbeddingModel
 from memory.application.policy.ports import PolicyEventLog, ProjectionWaiter, RecordConflict
+from memory.domain.audit.admin_action import Action, Actor, AuditedChange
 from memory.domain.embedding import EmbeddingVector
 from memory.domain.errors import AlreadyExists, FieldChecks, InvalidInput, NotFound
 from memory.domain.policy.aggregate import PolicyEmbedding
@@ -20,6 +25,7 @@ from memory.domain.policy.content import PolicyContent
 from memory.domain.policy.dimensionality import FixedDimensionality
 from memory.domain.policy.embedding_ref import embedding_ref_for
 from memory.domain.policy.metadata import PolicyMetadata
+from memory.domain.policy.namespace import GLOBAL, PolicyAddress, PolicyNamespace
 from memory.domain.policy.policy_id import PolicyId
 
 log = logging.getLogger(__name__)
@@ -41,6 +47,7 @@ class StoreReceipt:
     dimensions: int
     stored_at: datetime
     searchable: bool
+    namespace: PolicyNamespace = GLOBAL
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,7 @@ class Deletion:
     policy_id: str
     version: int
     notification_id: int
+    namespace: PolicyNamespace = GLOBAL
 
 
 @dataclass(frozen=True)
@@ -66,22 +74,42 @@ class PolicyCommands:
         model: EmbeddingModel,
         waiter: ProjectionWaiter,
         *,
+        audit: AuditTrail,
         max_content_chars: int,
         wait_timeout: float,
     ) -> None:
+        """Every write is recorded in `audit` in the transaction of its event."""
         FixedDimensionality.check_model(model.identity)
+        self._audit = audit
         self._log = log
         self._model = model
         self._waiter = waiter
         self._max_content_chars = max_content_chars
         self._wait_timeout = wait_timeout
 
-    def store(self, policy_id: str, content: str, metadata: Any = None) -> StoreReceipt:
-        return self.store_many([NewPolicy(policy_id, content, metadata)])[0]
+    def store(
+        self,
+        policy_id: str,
+        content: str,
+        metadata: Any = None,
+        *,
+        actor: Actor,
+        namespace: PolicyNamespace = GLOBAL,
+    ) -> StoreReceipt:
+        return self.store_many(
+            [NewPolicy(policy_id, content, metadata)], actor=actor, namespace=namespace
+        )[0]
 
-    def store_many(self, policies: Sequence[NewPolicy]) -> list[StoreReceipt]:
-        """Store several new policies in one transaction (all or none), embedding their texts
-        in one model call. `store` is the one-policy case."""
+    def store_many(
+        self,
+        policies: Sequence[NewPolicy],
+        *,
+        actor: Actor,
+        namespace: PolicyNamespace = GLOBAL,
+    ) -> list[StoreReceipt]:
+        """Store several new policies of one namespace in one transaction (all or none, with
+        one audit record each), embedding their texts in one model call. `store` is the
+        one-policy case."""
         checks = FieldChecks()
         checked = [
             checks.run(partial(self._parse_new, p, i if len(policies) > 1 else None))
@@ -94,38 +122,60 @@ class PolicyCommands:
             raise InvalidInput("policies", "the same policy_id appears twice")
         existing: dict[PolicyId, PolicyEmbedding] = {}
         for pid in ids:
-            aggregate = self._log.get(pid)
+            aggregate = self._log.get(PolicyAddress(namespace, pid))
             if aggregate is None:
                 continue
             if not aggregate.deleted:
                 raise AlreadyExists(
-                    f"policy {pid} already exists; update it with PUT /v1/policies/{pid}",
-                    details={"policy_id": str(pid)},
+                    f"policy {pid} already exists in namespace {namespace}; update it with "
+                    f"PUT /v1/policies/{pid}",
+                    details={"policy_id": str(pid), "namespace": namespace.text},
                 )
             existing[pid] = aggregate
         vectors = self._embed([content for _, content, _ in parsed])
-        aggregates = []
-        for (pid, content, metadata), vector in zip(parsed, vectors, strict=True):
-            deleted = existing.get(pid)
-            if deleted is None:
-                aggregates.append(
-                    PolicyEmbedding.store(pid, content, metadata, self._model.identity, vector)
-                )
-            else:
-                # A deleted id starts a new history on the same aggregate (docs/adr/0063).
-                deleted.store_again(content, metadata, self._model.identity, vector)
-                aggregates.append(deleted)
-        try:
-            notification_id = self._log.save(*aggregates)
-        except RecordConflict:
-            raise AlreadyExists(
-                "a policy with this id was stored concurrently",
-                details={"policy_ids": [str(pid) for pid in ids]},
-            ) from None
+
+        def record() -> tuple[tuple[list[PolicyEmbedding], int], list[AuditedChange]]:
+            aggregates = []
+            for (pid, content, metadata), vector in zip(parsed, vectors, strict=True):
+                deleted = existing.get(pid)
+                if deleted is None:
+                    address = PolicyAddress(namespace, pid)
+                    aggregates.append(
+                        PolicyEmbedding.store(
+                            address, content, metadata, self._model.identity, vector, actor=actor
+                        )
+                    )
+                else:
+                    # A deleted id starts a new history on the same aggregate (docs/adr/0063).
+                    deleted.store_again(
+                        content, metadata, self._model.identity, vector, actor=actor
+                    )
+                    aggregates.append(deleted)
+            try:
+                notification_id = self._log.save(*aggregates)
+            except RecordConflict:
+                raise AlreadyExists(
+                    "a policy with this id was stored concurrently",
+                    details={"policy_ids": [str(pid) for pid in ids]},
+                ) from None
+            return (aggregates, notification_id), [
+                _audited(a, before=None if a.version == 1 else {"version": a.version - 1})
+                for a in aggregates
+            ]
+
+        aggregates, notification_id = self._audit.record_many(actor, Action.POLICY_STORED, record)
         searchable = self._waiter.wait(notification_id, self._wait_timeout)
         return [self._receipt(a, searchable) for a in aggregates]
 
-    def update(self, policy_id: str, content: str, metadata: Any = None) -> StoreReceipt:
+    def update(
+        self,
+        policy_id: str,
+        content: str,
+        metadata: Any = None,
+        *,
+        actor: Actor,
+        namespace: PolicyNamespace = GLOBAL,
+    ) -> StoreReceipt:
         """New content is re-embedded; unchanged content with new metadata records a
         metadata-only version (no embedding); `metadata` omitted keeps the current one; a
         request that changes nothing records nothing and returns the current version."""
@@ -135,32 +185,50 @@ class PolicyCommands:
         )
         checks.raise_any()
         assert parsed_id is not None and parsed_content is not None
-        pid, new_content = parsed_id, parsed_content
+        address, new_content = PolicyAddress(namespace, parsed_id), parsed_content
         vector: EmbeddingVector | None = None
+        changed: Callable[[], object]
         for attempt in range(1, UPDATE_ATTEMPTS + 1):
-            aggregate = self._existing(pid, "store it with POST /v1/policies")
+            aggregate = self._existing(address, "store it with POST /v1/policies")
             resulting_metadata = aggregate.metadata if new_metadata is None else new_metadata
             if aggregate.has_new_content(new_content):
-                if vector is None:
+                if vector is None:  # embedded outside the transaction, once
                     vector = self._embed([new_content])[0]
-                aggregate.update_content(
-                    new_content, resulting_metadata, self._model.identity, vector
+                changed = partial(
+                    aggregate.update_content,
+                    new_content,
+                    resulting_metadata,
+                    self._model.identity,
+                    vector,
+                    actor=actor,
                 )
-            elif not aggregate.update_metadata(resulting_metadata):
+            elif aggregate.metadata_json != resulting_metadata.canonical():
+                changed = partial(aggregate.update_metadata, resulting_metadata, actor=actor)
+            else:
                 head = self._log.head()
                 searchable = head is None or self._waiter.wait(head, self._wait_timeout)
                 return self._receipt(aggregate, searchable)
             try:
-                notification_id = self._log.save(aggregate)
+                notification_id = self._audit.record(
+                    actor, Action.POLICY_UPDATED, partial(self._save_change, aggregate, changed)
+                )
             except RecordConflict:
-                log.info("policy %s changed concurrently (attempt %d)", pid, attempt)
+                log.info("policy %s changed concurrently (attempt %d)", address, attempt)
                 continue
             searchable = self._waiter.wait(notification_id, self._wait_timeout)
             return self._receipt(aggregate, searchable)
         raise AlreadyExists(
-            f"policy {pid} is being changed concurrently; retry",
-            details={"policy_id": str(pid)},
+            f"policy {address} is being changed concurrently; retry",
+            details={"policy_id": str(parsed_id), "namespace": namespace.text},
         )
+
+    def _save_change(
+        self, aggregate: PolicyEmbedding, change: Callable[[], object]
+    ) -> tuple[int, AuditedChange]:
+        before = aggregate.version
+        change()
+        notification_id = self._log.save(aggregate)
+        return notification_id, _audited(aggregate, before={"version": before})
 
     def check_new(
         self, policy_id: str | None = None, content: str | None = None, metadata: Any = None
@@ -179,38 +247,55 @@ class PolicyCommands:
         self._parse_update(checks, policy_id, content, metadata)
         checks.raise_any()
 
-    def delete(self, policy_id: str) -> bool:
+    def delete(self, policy_id: str, *, actor: Actor, namespace: PolicyNamespace = GLOBAL) -> bool:
         """Record the deletion; its rows leave every model's read model. Returns whether the
         active model's read model reflected it within `projection_wait_timeout`."""
-        return self.await_projection(self.record_deletion(policy_id).notification_id)
+        deletion = self.record_deletion(policy_id, actor=actor, namespace=namespace)
+        return self.await_projection(deletion.notification_id)
 
-    def record_deletion(self, policy_id: str) -> Deletion:
-        """Record the `Deleted` event (in the caller's transaction when one is open, so its
-        audit record commits with it) without waiting for the projection."""
-        pid = PolicyId.parse(policy_id)
+    def record_deletion(
+        self, policy_id: str, *, actor: Actor, namespace: PolicyNamespace = GLOBAL
+    ) -> Deletion:
+        """Record the `Deleted` event and its audit record in one transaction
+        (docs/adr/0079) without waiting for the projection."""
+        address = PolicyAddress(namespace, PolicyId.parse(policy_id))
         for attempt in range(1, UPDATE_ATTEMPTS + 1):
-            aggregate = self._existing(pid, "nothing to delete")
-            aggregate.delete()
-            try:
+            aggregate = self._existing(address, "nothing to delete")
+
+            def change(aggregate: PolicyEmbedding = aggregate) -> tuple[Deletion, AuditedChange]:
+                aggregate.delete(actor=actor)
                 notification_id = self._log.save(aggregate)
+                deletion = Deletion(
+                    aggregate.policy_id, aggregate.version, notification_id, namespace
+                )
+                return deletion, _audited(
+                    aggregate, before={"version": aggregate.version - 1}, deleted=True
+                )
+
+            try:
+                return self._audit.record(actor, Action.POLICY_DELETED, change)
             except RecordConflict:
-                log.info("policy %s changed concurrently (attempt %d)", pid, attempt)
-                continue
-            return Deletion(str(pid), aggregate.version, notification_id)
+                log.info("policy %s changed concurrently (attempt %d)", address, attempt)
         raise AlreadyExists(
-            f"policy {pid} is being changed concurrently; retry",
-            details={"policy_id": str(pid)},
+            f"policy {address} is being changed concurrently; retry",
+            details={"policy_id": str(address.policy_id), "namespace": namespace.text},
         )
 
     def await_projection(self, notification_id: int) -> bool:
         """Whether the active model's read model reached `notification_id` in time."""
         return self._waiter.wait(notification_id, self._wait_timeout)
 
-    def _existing(self, pid: PolicyId, hint: str) -> PolicyEmbedding:
-        aggregate = self._log.get(pid)
+    def _existing(self, address: PolicyAddress, hint: str) -> PolicyEmbedding:
+        aggregate = self._log.get(address)
         if aggregate is None or aggregate.deleted:
             state = "does not exist" if aggregate is None else "was deleted"
-            raise NotFound(f"policy {pid} {state}; {hint}", details={"policy_id": str(pid)})
+            raise NotFound(
+                f"policy {address} {state}; {hint}",
+                details={
+                    "policy_id": str(address.policy_id),
+                    "namespace": address.namespace.text,
+                },
+            )
         return aggregate
 
     def _parse_new(
@@ -286,4 +371,19 @@ class PolicyCommands:
             dimensions=len(aggregate.vector),
             stored_at=aggregate.modified_on,
             searchable=searchable,
+            namespace=aggregate.namespace,
         )
+
+
+def _audited(aggregate: PolicyEmbedding, *, before: Any, deleted: bool = False) -> AuditedChange:
+    """A policy write as the audit trail records it: the policy id, its namespace (and the
+    org, for an org's policy) and versions; never content or metadata (docs/adr/0103)."""
+    after: dict[str, Any] = {"namespace": aggregate.namespace.text, "version": aggregate.version}
+    if deleted:
+        after["deleted"] = True
+    return AuditedChange(
+        target=aggregate.policy_id,
+        before=before,
+        after=after,
+        org_id=aggregate.namespace.org_id,
+    )

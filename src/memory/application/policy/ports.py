@@ -12,7 +12,7 @@ from memory.domain.errors import DomainError
 from memory.domain.policy.aggregate import PolicyEmbedding
 from memory.domain.policy.cursor import SearchCursor
 from memory.domain.policy.listing import ListPosition, ListRequest, StoredPolicy
-from memory.domain.policy.policy_id import PolicyId
+from memory.domain.policy.namespace import PolicyAddress, PolicyNamespace
 from memory.domain.policy.search import PolicyDocument, SearchRequest, SimilarityResult
 
 
@@ -24,9 +24,9 @@ class RecordConflict(Exception):
 class PolicyEventLog(Protocol):
     """The event store of `PolicyEmbedding` aggregates."""
 
-    def get(self, policy_id: PolicyId) -> PolicyEmbedding | None: ...
+    def get(self, address: PolicyAddress) -> PolicyEmbedding | None: ...
 
-    def events(self, policy_id: PolicyId) -> list[PolicyEmbedding.Event]: ...
+    def events(self, address: PolicyAddress) -> list[PolicyEmbedding.Event]: ...
 
     def save(self, *aggregates: PolicyEmbedding) -> int:
         """Record pending events atomically; return the notification id of the last one.
@@ -78,21 +78,27 @@ class PolicyReadModel(Protocol):
         timeout: float,
     ) -> ResultRows:
         """Up to `request.page.size` results in (similarity desc, embedding_ref) order, at
-        or above the threshold, matching the filter, after `after` or skipping
-        `request.page.offset`. Raises `DeadlineExceeded` after `timeout` seconds."""
+        or above the threshold, matching the filter, in the namespaces of `request.view`,
+        after `after` or skipping `request.page.offset`. Raises `DeadlineExceeded` after
+        `timeout` seconds."""
         ...
 
     def get(
-        self, embedding_ref: UUID, query: EmbeddingVector | None, timeout: float
+        self,
+        embedding_ref: UUID,
+        query: EmbeddingVector | None,
+        timeout: float,
+        view: Sequence[PolicyNamespace],
     ) -> PolicyDocument | None:
-        """The row for `embedding_ref`, with its similarity to `query` when given."""
+        """The row for `embedding_ref` if it is in one of the namespaces of `view`, with its
+        similarity to `query` when given."""
         ...
 
     def list_policies(
         self, request: ListRequest, after: ListPosition | None, timeout: float
     ) -> PolicyRows:
-        """Up to `request.limit` rows, newest `updated_at` first (ties by embedding_ref
-        descending), strictly after `after`."""
+        """Up to `request.limit` rows of the namespaces of `request.view`, newest
+        `updated_at` first (ties by embedding_ref descending), strictly after `after`."""
         ...
 
 

@@ -29,6 +29,7 @@ from memory.domain.policy.content import content_sha256
 from memory.domain.policy.dimensionality import FixedDimensionality
 from memory.domain.policy.embedding_ref import embedding_ref_for
 from memory.domain.policy.metadata import PolicyMetadata
+from memory.domain.policy.namespace import GLOBAL, PolicyNamespace
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ class PolicyRow:
     content_sha256: str
     created_at: datetime
     updated_at: datetime
+    namespace: PolicyNamespace = GLOBAL
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,7 @@ class PolicyEmbeddingsProjection(Projection[PolicyEmbeddingsView]):
             content_sha256=content_sha256(event.content),
             created_at=created_at,
             updated_at=event.timestamp,
+            namespace=PolicyNamespace(event.org_id),
         )
         self.view.upsert_row(row, tracking)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,6 +19,7 @@ from memory.domain.policy.dimensionality import FixedDimensionality
 from memory.domain.policy.embedding_ref import embedding_ref_for, parse_embedding_ref
 from memory.domain.policy.filters import SearchFilter
 from memory.domain.policy.listing import ListPosition, ListRequest, StoredPolicy
+from memory.domain.policy.namespace import GLOBAL, PolicyAddress, PolicyNamespace
 from memory.domain.policy.pagination import PageRequest
 from memory.domain.policy.policy_id import PolicyId
 from memory.domain.policy.search import (
@@ -96,7 +97,9 @@ class PolicyQueries:
         max_results: int | None = None,
         filter: Any = None,
         deadline: Deadline | None = None,
+        namespace: PolicyNamespace = GLOBAL,
     ) -> SearchAnswer:
+        """Searches what `namespace` sees: its own policies and the global ones."""
         budget = deadline or self.deadline()
         request = self.search_request(
             query,
@@ -108,6 +111,7 @@ class PolicyQueries:
             filter=filter,
         )
         assert request is not None
+        request = replace(request, view=namespace.visible())
         fingerprint = request.fingerprint(self._model.identity.id)
         after = (
             None
@@ -182,7 +186,10 @@ class PolicyQueries:
         origin: str = "direct",
         query: str | None = None,
         deadline: Deadline | None = None,
+        namespace: PolicyNamespace = GLOBAL,
     ) -> PolicyDocument:
+        """The row behind `embedding_ref`, if `namespace` sees it (else `NotFound`, the same
+        answer as for a reference that does not exist)."""
         ref = parse_embedding_ref(embedding_ref)
         if origin not in ORIGINS:
             raise InvalidInput("origin", f"must be one of {', '.join(ORIGINS)}, got {origin!r}")
@@ -194,7 +201,9 @@ class PolicyQueries:
         vector = None
         if query is not None:
             vector = self._embed_query(parse_query_text(query), budget)
-        document = self._read_model.get(ref, vector, budget.check("before querying the database"))
+        document = self._read_model.get(
+            ref, vector, budget.check("before querying the database"), namespace.visible()
+        )
         if document is None:
             raise NotFound(
                 f"no policy embedding {ref} for model {self._model.identity.id}",
@@ -202,13 +211,19 @@ class PolicyQueries:
             )
         return document
 
-    def get(self, policy_id: str) -> StoredPolicy:
-        """The current version, from the event log (never behind a lagging projection)."""
+    def get(self, policy_id: str, *, namespace: PolicyNamespace = GLOBAL) -> StoredPolicy:
+        """The current version, from the event log (never behind a lagging projection): the
+        namespace's own policy of that id, else the global one (docs/adr/0102)."""
         pid = PolicyId.parse(policy_id)
-        aggregate = self._log.get(pid)
-        if aggregate is None or aggregate.deleted:
-            state = "does not exist" if aggregate is None else "was deleted"
-            raise NotFound(f"policy {pid} {state}", details={"policy_id": str(pid)})
+        found = [self._log.get(PolicyAddress(n, pid)) for n in namespace.visible()]
+        live = [a for a in found if a is not None and not a.deleted]
+        if not live:
+            state = "was deleted" if any(a is not None for a in found) else "does not exist"
+            raise NotFound(
+                f"policy {pid} {state}",
+                details={"policy_id": str(pid), "namespace": namespace.text},
+            )
+        aggregate = live[0]
         return StoredPolicy(
             policy_id=aggregate.policy_id,
             embedding_ref=embedding_ref_for(aggregate.id),
@@ -218,6 +233,7 @@ class PolicyQueries:
             model=aggregate.model,
             stored_at=aggregate.stored_at,
             updated_at=aggregate.modified_on,
+            namespace=aggregate.namespace,
         )
 
     def list_policies(
@@ -228,11 +244,16 @@ class PolicyQueries:
         source: str | None = None,
         tag: str | None = None,
         updated_since: datetime | None = None,
+        namespace: PolicyNamespace = GLOBAL,
     ) -> PolicyPage:
-        """The active model's rows, newest first. A policy its model refused to embed is
-        not listed (it is not searchable either); `get` still finds it."""
-        request = self.listing_request(
-            limit=limit, cursor=cursor, source=source, tag=tag, updated_since=updated_since
+        """The active model's rows of what `namespace` sees, newest first. A policy its
+        model refused to embed is not listed (it is not searchable either); `get` still
+        finds it."""
+        request = replace(
+            self.listing_request(
+                limit=limit, cursor=cursor, source=source, tag=tag, updated_since=updated_since
+            ),
+            view=namespace.visible(),
         )
         fingerprint = request.fingerprint(self._model.identity.id)
         after = (
@@ -268,12 +289,20 @@ class PolicyQueries:
             accepted=AcceptedTimeRange(self._wall_clock(), self._max_future_skew),
         )
 
-    def versions(self, policy_id: str) -> list[PolicyVersion]:
+    def versions(
+        self, policy_id: str, *, namespace: PolicyNamespace = GLOBAL
+    ) -> list[PolicyVersion]:
+        """Every version of the policy `get` would find: the namespace's own, else the
+        global one."""
         pid = PolicyId.parse(policy_id)
-        history = version_history(self._log.events(pid))
-        if not history:
-            raise NotFound(f"policy {pid} does not exist", details={"policy_id": str(pid)})
-        return history
+        for visible in namespace.visible():
+            history = version_history(self._log.events(PolicyAddress(visible, pid)))
+            if history:
+                return history
+        raise NotFound(
+            f"policy {pid} does not exist",
+            details={"policy_id": str(pid), "namespace": namespace.text},
+        )
 
     def _embed_query(self, text: str, budget: Deadline) -> EmbeddingVector:
         budget.check("before embedding the query")

@@ -7,18 +7,13 @@ method reports one `ServiceCall` to the observers (metrics, logs).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from memory.application.audit.ports import AuditTrail
 from memory.application.observer import Observed, ServiceObserver
-from memory.application.policy.commands import (
-    Deletion,
-    NewPolicy,
-    PolicyCommands,
-    StoreReceipt,
-)
+from memory.application.policy.commands import NewPolicy, PolicyCommands, StoreReceipt
 from memory.application.policy.ports import (
     PolicyModelStore,
     ReembedProgress,
@@ -26,10 +21,12 @@ from memory.application.policy.ports import (
     StoredModel,
 )
 from memory.application.policy.queries import PolicyPage, PolicyQueries, SearchAnswer
+from memory.application.policy.reach import EVERY_ORG, Reach
 from memory.domain.active_model import refuse_dropping_active
 from memory.domain.audit.admin_action import Action, Actor, AuditedChange
-from memory.domain.errors import NotFound
+from memory.domain.errors import FieldChecks, NotFound
 from memory.domain.policy.listing import StoredPolicy
+from memory.domain.policy.namespace import PolicyNamespace
 from memory.domain.policy.search import PolicyDocument
 from memory.domain.policy.versions import PolicyVersion
 
@@ -40,9 +37,15 @@ ACTIVE_MODEL_SETTING = "MEMORY_POLICY_MODEL"
 class PolicyService:
     """Store, update, search and fetch policies; inspect and swap the model's rows.
 
+    Every policy method takes the caller's `reach` (the orgs its key covers; the default,
+    every org, is the operator's and an in-process caller's) and the `namespace` it names
+    (None: its home), and acts in that namespace only (docs/adr/0102). Writes take the
+    `actor` their events and audit records name (docs/adr/0103).
+
     Errors are the project's typed ones: `InvalidInput` (a broken rule, naming the field),
-    `NotFound`, `AlreadyExists`, `DeadlineExceeded`, the embedding errors
-    (`ModelUnavailable`, ...) and, for model operations, `ProjectionBusy`/`ProjectorFailed`.
+    `NamespaceForbidden` (403, a namespace the caller may not use), `NotFound`,
+    `AlreadyExists`, `DeadlineExceeded`, the embedding errors (`ModelUnavailable`, ...)
+    and, for model operations, `ProjectionBusy`/`ProjectorFailed`.
     """
 
     def __init__(
@@ -72,63 +75,119 @@ class PolicyService:
 
     # Commands ---------------------------------------------------------------------------
 
-    def store(self, policy_id: str, content: str, metadata: Any = None) -> StoreReceipt:
-        """Store a new policy (409 `AlreadyExists` if it exists). Returns once the search
-        read model reflects it, or after `projection_wait_timeout` with `searchable=False`."""
-        return self._observed.run(
-            "store", lambda: self._commands.store(policy_id, content, metadata)
-        )
+    def store(
+        self,
+        policy_id: str,
+        content: str,
+        metadata: Any = None,
+        *,
+        actor: Actor,
+        reach: Reach = EVERY_ORG,
+        namespace: str | None = None,
+    ) -> StoreReceipt:
+        """Store a new policy (409 `AlreadyExists` if it exists in that namespace). Returns
+        once the search read model reflects it, or after `projection_wait_timeout` with
+        `searchable=False`."""
 
-    def store_many(self, policies: Sequence[NewPolicy]) -> list[StoreReceipt]:
-        """Store several new policies, all or none, embedding them in one model call."""
-        return self._observed.run("store_many", lambda: self._commands.store_many(policies))
+        def run() -> StoreReceipt:
+            target = reach.writing(namespace)
+            return self._commands.store(policy_id, content, metadata, actor=actor, namespace=target)
 
-    def update(self, policy_id: str, content: str, metadata: Any = None) -> StoreReceipt:
+        return self._observed.run("store", run)
+
+    def store_many(
+        self,
+        policies: Sequence[NewPolicy],
+        *,
+        actor: Actor,
+        reach: Reach = EVERY_ORG,
+        namespace: str | None = None,
+    ) -> list[StoreReceipt]:
+        """Store several new policies of one namespace, all or none, embedding them in one
+        model call."""
+
+        def run() -> list[StoreReceipt]:
+            target = reach.writing(namespace)
+            return self._commands.store_many(policies, actor=actor, namespace=target)
+
+        return self._observed.run("store_many", run)
+
+    def update(
+        self,
+        policy_id: str,
+        content: str,
+        metadata: Any = None,
+        *,
+        actor: Actor,
+        reach: Reach = EVERY_ORG,
+        namespace: str | None = None,
+    ) -> StoreReceipt:
         """A new version: new content is re-embedded, new metadata alone is not; `metadata`
         None keeps the current one; a change of nothing records nothing."""
-        return self._observed.run(
-            "update", lambda: self._commands.update(policy_id, content, metadata)
-        )
+
+        def run() -> StoreReceipt:
+            target = reach.writing(namespace)
+            return self._commands.update(
+                policy_id, content, metadata, actor=actor, namespace=target
+            )
+
+        return self._observed.run("update", run)
 
     def check_store(
-        self, policy_id: str | None = None, content: str | None = None, metadata: Any = None
+        self,
+        policy_id: str | None = None,
+        content: str | None = None,
+        metadata: Any = None,
+        namespace: str | None = None,
     ) -> None:
         """`store`'s rules alone, over the fields given (None: not checked): `InvalidInput`
         naming every field that breaks one. Pure; changes nothing. For a door that found
         other fields of the wrong type, so that one error names them all (docs/adr/0088)."""
-        self._commands.check_new(policy_id, content, metadata)
+        _with_namespace(namespace, lambda: self._commands.check_new(policy_id, content, metadata))
 
     def check_update(
-        self, policy_id: str | None = None, content: str | None = None, metadata: Any = None
+        self,
+        policy_id: str | None = None,
+        content: str | None = None,
+        metadata: Any = None,
+        namespace: str | None = None,
     ) -> None:
         """`update`'s rules alone, as `check_store`."""
-        self._commands.check_update(policy_id, content, metadata)
+        _with_namespace(
+            namespace, lambda: self._commands.check_update(policy_id, content, metadata)
+        )
 
-    def delete(self, policy_id: str, *, actor: Actor) -> bool:
+    def delete(
+        self,
+        policy_id: str,
+        *,
+        actor: Actor,
+        reach: Reach = EVERY_ORG,
+        namespace: str | None = None,
+    ) -> bool:
         """Delete a policy (`NotFound` if unknown or deleted already): a `Deleted` event; its
         rows leave every model's read model. True once the active model's read model
         reflects it. Storing the id again later starts a new history (docs/adr/0063). The
         event and its audit record commit in one transaction (docs/adr/0079)."""
 
-        def change() -> tuple[Deletion, AuditedChange]:
-            deletion = self._commands.record_deletion(policy_id)
-            return deletion, AuditedChange(
-                target=deletion.policy_id,
-                before={"version": deletion.version - 1},
-                after={"deleted": True, "version": deletion.version},
-            )
-
         def run() -> bool:
-            deletion = self._audit.record(actor, Action.POLICY_DELETED, change)
+            target = reach.writing(namespace)
+            deletion = self._commands.record_deletion(policy_id, actor=actor, namespace=target)
             return self._commands.await_projection(deletion.notification_id)
 
         return self._observed.run("delete", run)
 
     # Queries ----------------------------------------------------------------------------
 
-    def get(self, policy_id: str) -> StoredPolicy:
-        """The current version of a policy; `NotFound` if unknown or deleted."""
-        return self._observed.run("get", lambda: self._queries.get(policy_id))
+    def get(
+        self, policy_id: str, *, reach: Reach = EVERY_ORG, namespace: str | None = None
+    ) -> StoredPolicy:
+        """The current version of a policy (the namespace's own, else the global one);
+        `NotFound` if unknown or deleted."""
+        return self._observed.run(
+            "get",
+            lambda: self._queries.get(policy_id, namespace=reach.reading(namespace)),
+        )
 
     def list_policies(
         self,
@@ -138,12 +197,20 @@ class PolicyService:
         source: str | None = None,
         tag: str | None = None,
         updated_since: datetime | None = None,
+        reach: Reach = EVERY_ORG,
+        namespace: str | None = None,
     ) -> PolicyPage:
-        """Stored policies, newest first, a page at a time (`next_cursor` for the next)."""
+        """Stored policies the namespace sees (its own and the global ones), newest first,
+        a page at a time (`next_cursor` for the next)."""
         return self._observed.run(
             "list",
             lambda: self._queries.list_policies(
-                limit=limit, cursor=cursor, source=source, tag=tag, updated_since=updated_since
+                limit=limit,
+                cursor=cursor,
+                source=source,
+                tag=tag,
+                updated_since=updated_since,
+                namespace=reach.reading(namespace),
             ),
         )
 
@@ -157,8 +224,11 @@ class PolicyService:
         cursor: str | None = None,
         max_results: int | None = None,
         filter: Any = None,
+        reach: Reach = EVERY_ORG,
+        namespace: str | None = None,
     ) -> SearchAnswer:
-        """Ranked policies at or above the threshold, within `MEMORY_SEARCH_TIMEOUT`."""
+        """Ranked policies the namespace sees (its own and the global ones) at or above
+        the threshold, within `MEMORY_SEARCH_TIMEOUT`."""
         return self._observed.run(
             "search",
             lambda: self._queries.search(
@@ -169,6 +239,7 @@ class PolicyService:
                 cursor=cursor,
                 max_results=max_results,
                 filter=filter,
+                namespace=reach.reading(namespace),
             ),
         )
 
@@ -182,16 +253,20 @@ class PolicyService:
         cursor: str | None = None,
         max_results: int | None = None,
         filter: Any = None,
+        namespace: str | None = None,
     ) -> None:
         """`search`'s rules alone, as `check_store`."""
-        self._queries.search_request(
-            query,
-            similarity_threshold=similarity_threshold,
-            limit=limit,
-            offset=offset,
-            cursor=cursor,
-            max_results=max_results,
-            filter=filter,
+        _with_namespace(
+            namespace,
+            lambda: self._queries.search_request(
+                query,
+                similarity_threshold=similarity_threshold,
+                limit=limit,
+                offset=offset,
+                cursor=cursor,
+                max_results=max_results,
+                filter=filter,
+            ),
         )
 
     def check_listing(
@@ -202,25 +277,43 @@ class PolicyService:
         source: str | None = None,
         tag: str | None = None,
         updated_since: datetime | None = None,
+        namespace: str | None = None,
     ) -> None:
         """`list_policies`' rules alone, as `check_store`."""
-        self._queries.listing_request(
-            limit=limit, cursor=cursor, source=source, tag=tag, updated_since=updated_since
+        _with_namespace(
+            namespace,
+            lambda: self._queries.listing_request(
+                limit=limit, cursor=cursor, source=source, tag=tag, updated_since=updated_since
+            ),
         )
 
     def get_by_embedding(
-        self, embedding_ref: str, *, origin: str = "direct", query: str | None = None
+        self,
+        embedding_ref: str,
+        *,
+        origin: str = "direct",
+        query: str | None = None,
+        reach: Reach = EVERY_ORG,
+        namespace: str | None = None,
     ) -> PolicyDocument:
-        """The full policy behind an embedding reference; with `origin="search"` and the
-        query, also its similarity to the query."""
+        """The full policy behind an embedding reference, if the namespace sees it; with
+        `origin="search"` and the query, also its similarity to the query."""
         return self._observed.run(
             "get_by_embedding",
-            lambda: self._queries.get_by_embedding(embedding_ref, origin=origin, query=query),
+            lambda: self._queries.get_by_embedding(
+                embedding_ref, origin=origin, query=query, namespace=reach.reading(namespace)
+            ),
         )
 
-    def versions(self, policy_id: str) -> list[PolicyVersion]:
-        """Every version of a policy, oldest first (its event history)."""
-        return self._observed.run("versions", lambda: self._queries.versions(policy_id))
+    def versions(
+        self, policy_id: str, *, reach: Reach = EVERY_ORG, namespace: str | None = None
+    ) -> list[PolicyVersion]:
+        """Every version of a policy (the namespace's own, else the global one), oldest
+        first (its event history), each naming its actor."""
+        return self._observed.run(
+            "versions",
+            lambda: self._queries.versions(policy_id, namespace=reach.reading(namespace)),
+        )
 
     # Model operations -------------------------------------------------------------------
 
@@ -328,3 +421,12 @@ class PolicyService:
             return self._audit.record(actor, Action.MODEL_DROPPED, change)
 
         return self._observed.run("drop_model", run)
+
+
+def _with_namespace(namespace: str | None, check: Callable[[], object]) -> None:
+    """Run a use case's rule check and the namespace's, naming every failure in one error."""
+    checks = FieldChecks()
+    if namespace is not None:
+        checks.run(lambda: PolicyNamespace.parse(namespace))
+    checks.run(check)
+    checks.raise_any()

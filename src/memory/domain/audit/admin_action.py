@@ -30,6 +30,8 @@ class Action(StrEnum):
     REEMBED_STARTED = "reembed.started"
     HISTORY_ERASED = "history.erased"
     ORG_ERASED = "org.erased"
+    POLICY_STORED = "policy.stored"
+    POLICY_UPDATED = "policy.updated"
     POLICY_DELETED = "policy.deleted"
 
 

@@ -20,6 +20,7 @@ from uuid import UUID
 from memory.domain.errors import FieldChecks, InvalidInput
 from memory.domain.policy.cursor import SearchCursor
 from memory.domain.policy.metadata import PolicyMetadata
+from memory.domain.policy.namespace import GLOBAL, PolicyNamespace
 from memory.domain.policy.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from memory.domain.time_range import AcceptedTimeRange
 
@@ -41,6 +42,7 @@ class StoredPolicy:
     model: str
     stored_at: datetime
     updated_at: datetime
+    namespace: PolicyNamespace = GLOBAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,8 @@ class ListRequest:
     source: str | None
     tag: str | None
     updated_since: datetime | None
+    # The namespaces listed (docs/adr/0102), as `SearchRequest.view`.
+    view: tuple[PolicyNamespace, ...] = (GLOBAL,)
 
     @classmethod
     def parse(
@@ -101,5 +105,8 @@ class ListRequest:
     def fingerprint(self, model_id: str) -> str:
         """What makes two requests pages of the same listing (the limit may change)."""
         since = None if self.updated_since is None else self.updated_since.isoformat()
-        identity = json.dumps(["list", model_id, self.source, self.tag, since])
+        parts: list[object] = ["list", model_id, self.source, self.tag, since]
+        if self.view != (GLOBAL,):
+            parts.append([n.text for n in self.view])
+        identity = json.dumps(parts)
         return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:32]

@@ -11,6 +11,7 @@ from uuid import UUID
 from memory.domain.errors import InvalidInput
 from memory.domain.policy.filters import SearchFilter
 from memory.domain.policy.metadata import PolicyMetadata
+from memory.domain.policy.namespace import GLOBAL, PolicyNamespace
 from memory.domain.policy.pagination import PageRequest
 from memory.domain.policy.threshold import SimilarityThreshold
 
@@ -33,13 +34,17 @@ class SearchRequest:
     threshold: SimilarityThreshold
     page: PageRequest
     filter: SearchFilter
+    # The namespaces searched (docs/adr/0102): the global one alone, or an org's and the
+    # global one.
+    view: tuple[PolicyNamespace, ...] = (GLOBAL,)
 
     def fingerprint(self, model_id: str) -> str:
-        """What makes two requests the same search (pages of one result list)."""
-        identity = json.dumps(
-            [model_id, self.query, self.threshold.value, self.filter.canonical()],
-            ensure_ascii=False,
-        )
+        """What makes two requests the same search (pages of one result list). The global
+        view adds nothing, so cursors issued before namespaces existed stay valid."""
+        parts: list[object] = [model_id, self.query, self.threshold.value, self.filter.canonical()]
+        if self.view != (GLOBAL,):
+            parts.append([n.text for n in self.view])
+        identity = json.dumps(parts, ensure_ascii=False)
         return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:32]
 
 
@@ -52,6 +57,7 @@ class SimilarityResult:
     distance: float
     metadata: PolicyMetadata
     timestamp: datetime
+    namespace: PolicyNamespace = GLOBAL
 
 
 @dataclass(frozen=True)
@@ -65,3 +71,4 @@ class PolicyDocument:
     metadata: PolicyMetadata
     timestamp: datetime
     similarity: float | None = None
+    namespace: PolicyNamespace = GLOBAL

@@ -8,10 +8,12 @@ from datetime import datetime
 from enum import StrEnum
 from uuid import UUID
 
+from memory.domain.audit.admin_action import Actor
 from memory.domain.policy.aggregate import PolicyEmbedding
 from memory.domain.policy.content import content_sha256
 from memory.domain.policy.embedding_ref import embedding_ref_for
 from memory.domain.policy.metadata import PolicyMetadata
+from memory.domain.policy.namespace import GLOBAL, PolicyNamespace
 
 
 class VersionChange(StrEnum):
@@ -26,7 +28,8 @@ class PolicyVersion:
     """One version: the vector it searches with (`model`; a metadata-only version keeps the
     previous one), the content it was made from (`content_sha256`) and its metadata. A
     deletion is a version too: it repeats the last model, hash and metadata, and is not
-    searchable."""
+    searchable. `actor`: who made the change, None for a version recorded before changes
+    named their actor (docs/adr/0103)."""
 
     version: int
     embedding_ref: UUID
@@ -35,11 +38,20 @@ class PolicyVersion:
     metadata: PolicyMetadata
     recorded_at: datetime
     change: VersionChange
+    actor: Actor | None = None
+    namespace: PolicyNamespace = GLOBAL
+
+
+def actor_of_event(e: PolicyEmbedding.Event) -> Actor | None:
+    key_id = getattr(e, "actor_key_id", None)
+    name = getattr(e, "actor_name", None)
+    return None if key_id is None else Actor(key_id, name or "")
 
 
 def version_history(events: Iterable[PolicyEmbedding.Event]) -> list[PolicyVersion]:
     versions: list[PolicyVersion] = []
     model, sha, metadata = "", "", "{}"
+    namespace = GLOBAL
     for e in events:
         ref = embedding_ref_for(e.originator_id)
         if isinstance(
@@ -47,6 +59,7 @@ def version_history(events: Iterable[PolicyEmbedding.Event]) -> list[PolicyVersi
             PolicyEmbedding.Stored | PolicyEmbedding.StoredAgain | PolicyEmbedding.ContentUpdated,
         ):
             model, sha = e.model, content_sha256(e.content)
+            namespace = PolicyNamespace(e.org_id)
             change = (
                 VersionChange.CONTENT
                 if isinstance(e, PolicyEmbedding.ContentUpdated)
@@ -68,6 +81,8 @@ def version_history(events: Iterable[PolicyEmbedding.Event]) -> list[PolicyVersi
                 metadata=PolicyMetadata.from_canonical(metadata),
                 recorded_at=e.timestamp,
                 change=change,
+                actor=actor_of_event(e),
+                namespace=namespace,
             )
         )
     return versions

@@ -1,5 +1,7 @@
-// Policy search playground: POST /v1/policies/search with threshold, filters and page size;
-// the next page is the answer's `next_cursor`, sent back with the same query and filter.
+// Policy search playground: POST /v1/policies/search with threshold, filters, page size and
+// namespace (empty: the key's home, docs/adr/0102); the next page is the answer's
+// `next_cursor`, sent back with the same query, filter and namespace. Each hit names its
+// namespace (`global`, or `org:<org>` for an org's own policy).
 import { ApiError, api } from "./api.js";
 import { badge, errorBox, field, h, isoFromLocal, replace, table, when } from "./dom.js";
 import { may, notAllowed, ownKey } from "./key.js";
@@ -17,6 +19,11 @@ export async function render(container) {
   const query = h("textarea", { id: "policy-query", required: true, rows: 2, maxlength: 4096 });
   const threshold = h("input", { id: "policy-threshold", inputmode: "decimal", placeholder: "server default", autocomplete: "off" });
   const limit = h("input", { id: "policy-limit", type: "number", min: 1, max: 200, value: 10 });
+  const namespace = h("input", {
+    id: "policy-namespace",
+    placeholder: own.org_id ? `org:${own.org_id}` : "global",
+    autocomplete: "off",
+  });
   const source = h("input", { id: "policy-source", autocomplete: "off" });
   const title = h("input", { id: "policy-title", autocomplete: "off" });
   const tags = h("input", { id: "policy-tags", placeholder: "travel, expenses", autocomplete: "off" });
@@ -26,15 +33,17 @@ export async function render(container) {
   const before = h("input", { id: "policy-before", type: "datetime-local", step: 1 });
   const out = h("div", { class: "results", "data-testid": "policy-results" });
 
-  // The request of the page shown, and the cursors of the pages before it (for "Previous").
+  // The request of the page shown (its namespace apart: a query parameter), and the cursors
+  // of the pages before it (for "Previous").
   let request = null;
+  let where = {};
   let cursors = [];
 
   async function run(cursor) {
     replace(out, h("p", { class: "loading" }, "Searching…"));
     try {
       const body = cursor ? { ...request, cursor } : request;
-      const answer = await api("POST", "/v1/policies/search", { body });
+      const answer = await api("POST", "/v1/policies/search", { body, query: where });
       replace(out, results(answer, cursors.length + 1, {
         next: answer.next_cursor ? () => { cursors.push(cursor); run(answer.next_cursor); } : null,
         previous: cursors.length ? () => run(cursors.pop()) : null,
@@ -50,6 +59,7 @@ export async function render(container) {
     field("Query", query),
     field("Similarity threshold", threshold, "0 to 1; empty for the server's default"),
     field("Page size", limit),
+    field("Namespace", namespace, "global or org:<org>; empty for your key's own (an org's also reads the global policies)"),
     h(
       "fieldset",
       {},
@@ -67,6 +77,7 @@ export async function render(container) {
     event.preventDefault();
     try {
       request = searchBody();
+      where = { namespace: namespace.value.trim() };
     } catch (error) {
       replace(out, errorBox(error));
       return;
@@ -122,6 +133,7 @@ function results(answer, page, { next, previous }) {
       [
         ["Similarity", (r) => badge(r.similarity.toFixed(4), "sem"), "num similarity"],
         ["Policy", (r) => h("code", {}, r.policy_id)],
+        ["Namespace", (r) => r.namespace],
         ["Version", (r) => r.version, "num"],
         ["Title", (r) => r.title ?? ""],
         ["Source", (r) => r.source ?? ""],

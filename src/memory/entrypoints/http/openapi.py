@@ -156,7 +156,7 @@ OPERATIONS: tuple[Operation, ...] = (
     # Policy memory
     _policies(
         "POST /v1/policies", "storePolicy", "Store a new policy", s.StoreReceiptBody,
-        status=201, body=p.StoreBody, errors=[EMBEDDING, CONFLICT],
+        status=201, query=p.NamespaceQuery, body=p.StoreBody, errors=[EMBEDDING, CONFLICT],
     ),
     _policies(
         "GET /v1/policies", "listPolicies", "List policies, newest first", s.PolicyPageBody,
@@ -164,24 +164,25 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     _policies(
         "GET /v1/policies/{policy_id}", "getPolicy", "A policy's current version",
-        s.StoredPolicyBody, errors=[NOT_FOUND],
+        s.StoredPolicyBody, query=p.NamespaceQuery, errors=[NOT_FOUND],
     ),
     _policies(
         "PUT /v1/policies/{policy_id}", "updatePolicy", "Record a new version",
-        s.StoreReceiptBody, body=p.UpdateBody,
+        s.StoreReceiptBody, query=p.NamespaceQuery, body=p.UpdateBody,
         errors=[EMBEDDING, NOT_FOUND, CONFLICT],
     ),
     _policies(
         "DELETE /v1/policies/{policy_id}", "deletePolicy", "Delete a policy", None,
-        status=204, errors=[NOT_FOUND, CONFLICT],
+        status=204, query=p.NamespaceQuery, errors=[NOT_FOUND, CONFLICT],
     ),
     _policies(
         "GET /v1/policies/{policy_id}/versions", "policyVersions", "A policy's version history",
-        s.PolicyVersionsBody, errors=[NOT_FOUND],
+        s.PolicyVersionsBody, query=p.NamespaceQuery, errors=[NOT_FOUND],
     ),
     _policies(
         "POST /v1/policies/search", "searchPolicies", "Semantic search of policies",
-        s.PolicySearchBody, body=p.SearchBody, errors=[EMBEDDING, TIMEOUT],
+        s.PolicySearchBody, query=p.NamespaceQuery, body=p.SearchBody,
+        errors=[EMBEDDING, TIMEOUT],
     ),
     _policies(
         "GET /v1/embeddings/{embedding_ref}", "getPolicyByEmbedding",

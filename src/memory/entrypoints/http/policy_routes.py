@@ -9,6 +9,10 @@
     POST /v1/policies/search               SearchEmbeddings        200
     GET  /v1/embeddings/{embedding_ref}    GetPolicyByEmbedding    200
 
+Every route takes `?namespace=global|org:<org_id>` (omitted: the key's home) and passes the
+key's reach and, for writes, its actor to the service, which decides what the key may read
+and write there (docs/adr/0102, 0103).
+
 Routes parse (bodies strictly: wrong JSON types are 422, never coerced), call
 `PolicyService` in a worker thread, and answer; domain rules are the service's, metrics its
 observers'. Errors become HTTP statuses in `memory.entrypoints.http.errors` only.
@@ -28,10 +32,12 @@ from memory.application.access.service import actor_of
 from memory.application.errors import DeadlineExceeded
 from memory.application.policy.commands import StoreReceipt
 from memory.application.policy.queries import SearchAnswer
+from memory.application.policy.reach import Reach
 from memory.application.policy.service import PolicyService
 from memory.contract.policy_requests import (
     EmbeddingLookup,
     EmbeddingPath,
+    NamespaceQuery,
     PolicyListing,
     PolicyPath,
     SearchBody,
@@ -39,6 +45,7 @@ from memory.contract.policy_requests import (
     UpdateBody,
 )
 from memory.contract.responses import (
+    PolicyActorBody,
     PolicyDocumentBody,
     PolicyPageBody,
     PolicySearchBody,
@@ -59,7 +66,8 @@ from memory.entrypoints.http.parsing import RequestChecks, parse_path, parse_que
 
 T = TypeVar("T")
 
-# Policies belong to no org: a key of any org with the scope may read or write them.
+# Any key with the scope passes here; which namespaces it may read and write is the service's
+# rule (`Reach`, docs/adr/0102), given the key's org.
 ACCESS: AccessTable = {
     ("POST", "/v1/policies"): Access.any_org(Scope.POLICIES_WRITE),
     ("GET", "/v1/policies"): Access.any_org(Scope.POLICIES_READ),
@@ -75,12 +83,21 @@ ACCESS: AccessTable = {
 def policy_routes(service: PolicyService, *, search_timeout: float) -> list[BaseRoute]:
     async def store(request: Request) -> Response:
         checks = RequestChecks()
+        where = checks.query(request, NamespaceQuery)
         body = await checks.body(request, StoreBody)
         checks.rules(lambda: service.check_store(**checks.valid))
         checks.raise_any()
-        assert body is not None
+        assert body is not None and where is not None
+        key = api_key(request.scope)
         receipt: StoreReceipt = await watched(
-            lambda: service.store(body.policy_id, body.content, body.metadata)
+            lambda: service.store(
+                body.policy_id,
+                body.content,
+                body.metadata,
+                actor=actor_of(key),
+                reach=Reach(key.org_id),
+                namespace=where.namespace,
+            )
         )
         return AnswerResponse(
             _receipt_body(receipt),
@@ -91,18 +108,29 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
     async def update(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
         checks = RequestChecks()
+        where = checks.query(request, NamespaceQuery)
         body = await checks.body(request, UpdateBody)
         checks.rules(lambda: service.check_update(policy_id, **checks.valid))
         checks.raise_any()
-        assert body is not None
+        assert body is not None and where is not None
+        key = api_key(request.scope)
         receipt: StoreReceipt = await watched(
-            lambda: service.update(policy_id, body.content, body.metadata)
+            lambda: service.update(
+                policy_id,
+                body.content,
+                body.metadata,
+                actor=actor_of(key),
+                reach=Reach(key.org_id),
+                namespace=where.namespace,
+            )
         )
         return AnswerResponse(_receipt_body(receipt))
 
     async def get(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
-        policy = await watched(lambda: service.get(policy_id))
+        namespace = parse_query(request, NamespaceQuery).namespace
+        reach = _reach(request)
+        policy = await watched(lambda: service.get(policy_id, reach=reach, namespace=namespace))
         return AnswerResponse(policy_body(policy))
 
     async def list_policies(request: Request) -> Response:
@@ -111,6 +139,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
         checks.rules(lambda: service.check_listing(**checks.valid))
         checks.raise_any()
         assert listing is not None
+        reach = _reach(request)
         page = await watched(
             lambda: service.list_policies(
                 limit=listing.limit,
@@ -118,6 +147,8 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
                 source=listing.source,
                 tag=listing.tag,
                 updated_since=listing.updated_since,
+                reach=reach,
+                namespace=listing.namespace,
             )
         )
         return AnswerResponse(
@@ -128,23 +159,32 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
 
     async def delete(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
-        actor = actor_of(api_key(request.scope))
-        await watched(lambda: service.delete(policy_id, actor=actor))
+        namespace = parse_query(request, NamespaceQuery).namespace
+        key = api_key(request.scope)
+        await watched(
+            lambda: service.delete(
+                policy_id, actor=actor_of(key), reach=Reach(key.org_id), namespace=namespace
+            )
+        )
         return Response(status_code=204)
 
     async def versions(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
-        history = await watched(lambda: service.versions(policy_id))
-        return AnswerResponse(
-            PolicyVersionsBody(policy_id=policy_id, versions=[_version_body(v) for v in history])
+        namespace = parse_query(request, NamespaceQuery).namespace
+        reach = _reach(request)
+        history = await watched(
+            lambda: service.versions(policy_id, reach=reach, namespace=namespace)
         )
+        return AnswerResponse(versions_body(policy_id, history))
 
     async def search(request: Request) -> Response:
         checks = RequestChecks()
+        where = checks.query(request, NamespaceQuery)
         body = await checks.body(request, SearchBody)
         checks.rules(lambda: service.check_search(**checks.valid))
         checks.raise_any()
-        assert body is not None
+        assert body is not None and where is not None
+        reach = _reach(request)
         answer: SearchAnswer = await _within(
             search_timeout,
             lambda: service.search(
@@ -155,6 +195,8 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
                 cursor=body.cursor,
                 max_results=body.max_results,
                 filter=body.filter,
+                reach=reach,
+                namespace=where.namespace,
             ),
         )
         return AnswerResponse(
@@ -170,9 +212,16 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
     async def embedding(request: Request) -> Response:
         ref = parse_path(request, EmbeddingPath).embedding_ref
         lookup = parse_query(request, EmbeddingLookup)
+        reach = _reach(request)
         document: PolicyDocument = await _within(
             search_timeout,
-            lambda: service.get_by_embedding(ref, origin=lookup.origin, query=lookup.query),
+            lambda: service.get_by_embedding(
+                ref,
+                origin=lookup.origin,
+                query=lookup.query,
+                reach=reach,
+                namespace=lookup.namespace,
+            ),
         )
         return AnswerResponse(_document_body(document, lookup.origin == "search"))
 
@@ -186,6 +235,11 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
         Route("/v1/policies/{policy_id}/versions", versions, methods=["GET"]),
         Route("/v1/embeddings/{embedding_ref}", embedding, methods=["GET"]),
     ]
+
+
+def _reach(request: Request) -> Reach:
+    """The orgs the request's key covers."""
+    return Reach(api_key(request.scope).org_id)
 
 
 async def _within(seconds: float, run: Callable[[], T]) -> T:
@@ -209,6 +263,16 @@ def _receipt_body(receipt: StoreReceipt) -> StoreReceiptBody:
         dimensions=receipt.dimensions,
         stored_at=receipt.stored_at,
         searchable=receipt.searchable,
+        namespace=receipt.namespace.text,
+    )
+
+
+def versions_body(policy_id: str, history: list[PolicyVersion]) -> PolicyVersionsBody:
+    """A policy's versions as `GET .../versions` and `memory policies versions` show them."""
+    return PolicyVersionsBody(
+        policy_id=policy_id,
+        versions=[_version_body(v) for v in history],
+        namespace=history[0].namespace.text,
     )
 
 
@@ -221,6 +285,11 @@ def _version_body(version: PolicyVersion) -> PolicyVersionBody:
         metadata=version.metadata.to_json(),
         recorded_at=version.recorded_at,
         change=version.change.value,
+        actor=(
+            None
+            if version.actor is None
+            else PolicyActorBody(key_id=version.actor.key_id, name=version.actor.name)
+        ),
     )
 
 
@@ -238,6 +307,7 @@ def policy_body(policy: StoredPolicy) -> StoredPolicyBody:
         content=policy.content,
         stored_at=policy.stored_at,
         updated_at=policy.updated_at,
+        namespace=policy.namespace.text,
     )
 
 
@@ -262,6 +332,7 @@ def _result_body(result: SimilarityResult) -> SearchResultBody:
         tags=list(result.metadata.tags),
         metadata=result.metadata.to_json(),
         timestamp=result.timestamp,
+        namespace=result.namespace.text,
     )
 
 
@@ -276,4 +347,5 @@ def _document_body(document: PolicyDocument, with_similarity: bool) -> PolicyDoc
         timestamp=document.timestamp,
         metadata=document.metadata.to_json(),
         similarity=document.similarity if with_similarity else None,
+        namespace=document.namespace.text,
     )

@@ -66,6 +66,15 @@ class PostgresAuditTrail:
             self._append(conn, AdminAction.record(actor, action, audited))
         return result
 
+    def record_many(
+        self, actor: Actor, action: Action, change: Callable[[], tuple[T, list[AuditedChange]]]
+    ) -> T:
+        with self._db.transaction() as conn:
+            result, audited = change()
+            for one in audited:
+                self._append(conn, AdminAction.record(actor, action, one))
+        return result
+
     def _append(self, conn: Connection, entry: AdminAction) -> None:
         stored = [self._mapper.to_stored_event(e) for e in entry.collect_events()]
         (notification_id,) = self._appender.append(conn, stored)

@@ -15,7 +15,7 @@ from psycopg.errors import UniqueViolation
 
 from memory.application.policy.ports import RecordConflict
 from memory.domain.policy.aggregate import PolicyEmbedding
-from memory.domain.policy.policy_id import PolicyId
+from memory.domain.policy.namespace import PolicyAddress
 from memory.infrastructure.policy.event_recorder import PolicyEventRecorder
 from memory.infrastructure.postgres.database import DEFAULT_TIMEOUT_SECONDS, Database
 from memory.infrastructure.postgres.event_append import EventAppender
@@ -104,18 +104,15 @@ class EventSourcedPolicyLog:
             database,
         )
 
-    def get(self, policy_id: PolicyId) -> PolicyEmbedding | None:
+    def get(self, address: PolicyAddress) -> PolicyEmbedding | None:
         try:
-            aggregate: PolicyEmbedding = self.app.repository.get(
-                PolicyEmbedding.create_id(policy_id.value)
-            )
+            aggregate: PolicyEmbedding = self.app.repository.get(address.aggregate_id)
         except AggregateNotFoundError:
             return None
         return aggregate
 
-    def events(self, policy_id: PolicyId) -> list[PolicyEmbedding.Event]:
-        originator_id = PolicyEmbedding.create_id(policy_id.value)
-        return [cast(PolicyEmbedding.Event, e) for e in self.app.events.get(originator_id)]
+    def events(self, address: PolicyAddress) -> list[PolicyEmbedding.Event]:
+        return [cast(PolicyEmbedding.Event, e) for e in self.app.events.get(address.aggregate_id)]
 
     def save(self, *aggregates: PolicyEmbedding) -> int:
         if self._joins is not None and self._joins[0].in_transaction:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
@@ -31,6 +31,7 @@ from memory.domain.policy.cursor import SearchCursor
 from memory.domain.policy.filters import SearchFilter, TagMode
 from memory.domain.policy.listing import ListPosition, ListRequest, StoredPolicy
 from memory.domain.policy.metadata import PolicyMetadata
+from memory.domain.policy.namespace import PolicyNamespace
 from memory.domain.policy.search import PolicyDocument, SearchRequest, SimilarityResult
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.postgres.keyset import NewestFirst
@@ -49,8 +50,12 @@ HNSW_MAX_EF_SEARCH = 1000
 MAX_CANDIDATES = 20_000
 
 _COLUMNS = sql.SQL(
-    "embedding_ref, policy_id, version, metadata, updated_at, embedding <=> %(q)s AS distance"
+    "embedding_ref, namespace, policy_id, version, metadata, updated_at,"
+    " embedding <=> %(q)s AS distance"
 )
+# Only the namespaces the reader sees (docs/adr/0102); a list parameter, so one plan serves
+# every org.
+_IN_VIEW = sql.SQL("namespace = ANY(%(namespaces)s::text[])")
 
 
 class PostgresPolicyReadModel:
@@ -84,8 +89,9 @@ class PostgresPolicyReadModel:
             "max_distance": request.threshold.max_distance,
             "offset": 0 if after is not None else request.page.offset,
             "take": request.page.size + 1,
+            "namespaces": [n.text for n in request.view],
         }
-        conditions: list[sql.Composable] = [sql.SQL("model = {}").format(self._model)]
+        conditions: list[sql.Composable] = [sql.SQL("model = {}").format(self._model), _IN_VIEW]
         conditions += _filter_conditions(request.filter, params)
         if after is not None:
             conditions.append(
@@ -148,18 +154,22 @@ class PostgresPolicyReadModel:
             candidates = min(candidates * 2, limit)
 
     def get(
-        self, embedding_ref: UUID, query: EmbeddingVector | None, timeout: float
+        self,
+        embedding_ref: UUID,
+        query: EmbeddingVector | None,
+        timeout: float,
+        view: Sequence[PolicyNamespace],
     ) -> PolicyDocument | None:
-        params: dict[str, Any] = {"ref": embedding_ref}
+        params: dict[str, Any] = {"ref": embedding_ref, "namespaces": [n.text for n in view]}
         similarity = sql.SQL("NULL::float8")
         if query is not None:
             params["q"] = HalfVector(list(query.values))
             similarity = sql.SQL("1 - (embedding <=> %(q)s)")
         statement = sql.SQL(
-            "SELECT embedding_ref, policy_id, version, content, metadata, updated_at,"
+            "SELECT embedding_ref, namespace, policy_id, version, content, metadata, updated_at,"
             " {similarity} AS similarity FROM policy_embeddings"
-            " WHERE embedding_ref = %(ref)s AND model = {model}"
-        ).format(similarity=similarity, model=self._model)
+            " WHERE embedding_ref = %(ref)s AND model = {model} AND {in_view}"
+        ).format(similarity=similarity, model=self._model, in_view=_IN_VIEW)
         rows = self._run(statement, params, {}, timeout)
         if not rows:
             return None
@@ -172,6 +182,7 @@ class PostgresPolicyReadModel:
             metadata=PolicyMetadata.from_json(row["metadata"]),
             timestamp=row["updated_at"],
             similarity=None if row["similarity"] is None else float(row["similarity"]),
+            namespace=PolicyNamespace.parse(row["namespace"]),
         )
 
     def list_policies(
@@ -179,14 +190,15 @@ class PostgresPolicyReadModel:
     ) -> PolicyRows:
         keyset = NewestFirst(["updated_at", "embedding_ref"], request.limit)
         keyset.where(sql.SQL("model = {}").format(self._model))
+        keyset.where(_IN_VIEW, namespaces=[n.text for n in request.view])
         keyset.where("source = %(source)s", source=request.source)
         keyset.where("tags @> ARRAY[%(tag)s]::text[]", tag=request.tag)
         keyset.where("updated_at >= %(since)s", since=request.updated_since)
         keyset.after(None if after is None else [after.updated_at, after.embedding_ref])
         statement = keyset.statement(
             sql.SQL(
-                "SELECT embedding_ref, policy_id, version, content, metadata, model, created_at,"
-                " updated_at FROM policy_embeddings"
+                "SELECT embedding_ref, namespace, policy_id, version, content, metadata, model,"
+                " created_at, updated_at FROM policy_embeddings"
             )
         )
         rows, more = keyset.page(self._run(statement, keyset.params, {}, timeout))
@@ -200,6 +212,7 @@ class PostgresPolicyReadModel:
                 model=row["model"],
                 stored_at=row["created_at"],
                 updated_at=row["updated_at"],
+                namespace=PolicyNamespace.parse(row["namespace"]),
             )
             for row in rows
         ]
@@ -280,4 +293,5 @@ def _result(row: Mapping[str, Any]) -> SimilarityResult:
         distance=distance,
         metadata=PolicyMetadata.from_json(row["metadata"]),
         timestamp=row["updated_at"],
+        namespace=PolicyNamespace.parse(row["namespace"]),
     )

@@ -25,9 +25,10 @@ from memory.application.policy.projection import (
 from memory.infrastructure.postgres.event_persistence import OutageAwareTrackingRecorder
 
 _UPSERT = SQL(
-    "INSERT INTO policy_embeddings (embedding_ref, model, policy_id, version, embedding,"
-    " title, source, tags, metadata, content, content_sha256, created_at, updated_at)"
-    " VALUES (%(embedding_ref)s, %(model)s, %(policy_id)s, %(version)s,"
+    "INSERT INTO policy_embeddings (embedding_ref, model, namespace, policy_id, version,"
+    " embedding, title, source, tags, metadata, content, content_sha256, created_at,"
+    " updated_at)"
+    " VALUES (%(embedding_ref)s, %(model)s, %(namespace)s, %(policy_id)s, %(version)s,"
     " %(embedding)s::halfvec, %(title)s, %(source)s, %(tags)s, %(metadata)s, %(content)s,"
     " %(content_sha256)s, %(created_at)s, %(updated_at)s)"
     " ON CONFLICT (embedding_ref, model) DO UPDATE SET"
@@ -115,6 +116,7 @@ class PostgresPolicyEmbeddingsView(OutageAwareTrackingRecorder, PolicyEmbeddings
             {
                 "embedding_ref": row.embedding_ref,
                 "model": row.model,
+                "namespace": row.namespace.text,
                 "policy_id": row.policy_id,
                 "version": row.version,
                 "embedding": halfvec_text(row.vector),
