@@ -58,6 +58,7 @@ from memory.domain.history.partition_listing import PartitionKey
 from memory.domain.history.position import SweepPosition
 from memory.domain.history.search import HistoryHit, HistoryQuery, MatchedBy
 from memory.domain.history.sweep_plan import LateCatchUp, MainRead, PartitionRead, WatermarkMark
+from memory.domain.relevance import ScriptGroup, relevances, script_group
 from memory.domain.time_range import AcceptedTimeRange
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 
@@ -375,6 +376,7 @@ class _Row:
     event_ids: tuple[str, ...]
     first: datetime
     last: datetime
+    script_group: ScriptGroup = ScriptGroup.OTHER
 
 
 class InMemoryWindowEmbeddings:
@@ -409,6 +411,7 @@ class InMemoryWindowEmbeddings:
                 tuple(ids),
                 w.window.first.occurred_at,
                 w.window.last.occurred_at,
+                script_group(w.window.content),
             )
             self.upserts.append(w.id)
             written.add(w.id)
@@ -427,8 +430,15 @@ class InMemoryWindowEmbeddings:
             and (query.since is None or r.last >= query.since)
             and (query.until is None or r.first < query.until)
         ]
-        scored.sort(key=lambda s: (-s[0], s[1].id))
-        return [WindowMatch(r.id, sim, r.event_ids) for sim, r in scored[:k]]
+        rel = relevances([(r.script_group, sim) for sim, r in scored])
+        matches = [
+            WindowMatch(r.id, sim, r.event_ids, relevance)
+            for (sim, r), relevance in zip(scored, rel, strict=True)
+        ]
+        matches.sort(
+            key=lambda m: (m.relevance is None, -(m.relevance or 0.0), -m.similarity, m.window_id)
+        )
+        return matches[:k]
 
     def drop_model(self, model: str) -> int:
         gone = [i for i, r in self.rows.items() if r.model == model]

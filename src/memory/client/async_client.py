@@ -245,6 +245,7 @@ class AsyncMemoryClient:
         channel_id: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        min_relevance: float | None = None,
     ) -> s.HistorySearchBody:
         return await self._one(
             lambda: calls.search_history(
@@ -255,6 +256,7 @@ class AsyncMemoryClient:
                 channel_id=channel_id,
                 since=since,
                 until=until,
+                min_relevance=min_relevance,
             )
         )
 

@@ -212,9 +212,16 @@ def search_history(
     channel_id: str | None,
     since: datetime | None,
     until: datetime | None,
+    min_relevance: float | None = None,
 ) -> Call[s.HistorySearchBody]:
     params = _params(
-        q=q, limit=limit, provider=provider, channel_id=channel_id, since=since, until=until
+        q=q,
+        limit=limit,
+        provider=provider,
+        channel_id=channel_id,
+        since=since,
+        until=until,
+        min_relevance=min_relevance,
     )
     return Call("GET", f"{_org(org_id)}/history/search", s.HistorySearchBody, params=params)
 

@@ -239,6 +239,7 @@ class MemoryClient:
         channel_id: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        min_relevance: float | None = None,
     ) -> s.HistorySearchBody:
         return self._one(
             lambda: calls.search_history(
@@ -249,6 +250,7 @@ class MemoryClient:
                 channel_id=channel_id,
                 since=since,
                 until=until,
+                min_relevance=min_relevance,
             )
         )
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
-from memory.contract.input import Instant, QueryInt, QueryParams, StrictBody
+from memory.contract.input import Instant, QueryInt, QueryNumber, QueryParams, StrictBody
 from memory.domain.history.chat_event import (
     DEFAULT_DECISION,
     EVENT_TYPE_MESSAGE,
@@ -24,6 +24,7 @@ from memory.domain.history.partition_listing import PARTITION_PAGE_DEFAULT, PART
 from memory.domain.history.retention import RETENTION_DAYS_MAX, RETENTION_DAYS_MIN
 from memory.domain.history.search import MAX_QUERY_CHARS, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX
 from memory.domain.policy.cursor import CURSOR_MAX_CHARS
+from memory.domain.relevance import MAX_MIN_RELEVANCE
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -100,6 +101,9 @@ class SearchParams(QueryParams):
     channel_id: Name | None = None
     since: Instant | None = None
     until: Instant | None = None
+    # The least relevance a semantic hit needs (standard deviations above the query's mean
+    # similarity, docs/adr/0112); unset: the default rule.
+    min_relevance: QueryNumber | None = Field(default=None, ge=0, le=MAX_MIN_RELEVANCE)
 
 
 class OrgListingParams(QueryParams):

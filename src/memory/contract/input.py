@@ -64,6 +64,18 @@ Instant = Annotated[AwareDatetime, Field(strict=False), BeforeValidator(_iso_tex
 QueryInt = Annotated[int, BeforeValidator(_decimal_text)]
 
 
+def _decimal_number_text(value: Any) -> Any:
+    if isinstance(value, str) and not _DECIMAL_NUMBER.fullmatch(value):
+        raise ValueError("must be a decimal number such as 2.5")
+    return value
+
+
+_DECIMAL_NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+# A number in a query string: decimal digits with an optional fraction and exponent (no sign,
+# "nan" or "inf").
+QueryNumber = Annotated[float, BeforeValidator(_decimal_number_text)]
+
+
 # Marks a field whose JSON schema the OpenAPI document replaces with a named component (or
 # null): a field the domain validates itself, so that its pydantic type stays `dict`.
 COMPONENT_KEY = "x-memory-component"

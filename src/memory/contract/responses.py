@@ -231,6 +231,15 @@ class HistoryHitBody(Answer):
     occurred_at: datetime
     matched_by: Literal["fts", "semantic"]
     similarity: float | None = Field(default=None, exclude_if=_absent)
+    relevance: float | None = Field(
+        default=None,
+        description=(
+            "Semantic hits: the window's similarity in standard deviations above the query's"
+            " mean similarity to the searched windows of its script group (docs/adr/0112);"
+            " absent when too few windows were searched to calibrate it."
+        ),
+        exclude_if=_absent,
+    )
     window_id: UUID | None = Field(default=None, exclude_if=_absent)
 
 

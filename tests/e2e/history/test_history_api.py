@@ -75,7 +75,31 @@ async def test_ingest_sweep_and_hybrid_search(history_app, event) -> None:
         ]
         semantic = on["results"][1]
         assert 0 < semantic["similarity"] <= 1 and semantic["window_id"]
+        assert "relevance" not in semantic  # two windows: too few to calibrate
         assert on["results"][2]["window_id"] == semantic["window_id"]
+
+
+async def test_semantic_hits_carry_their_relevance_and_min_relevance_filters(
+    history_app, event
+) -> None:
+    async with history_app() as client:
+        await client.put(SEMANTIC, json={"enabled": True})
+        chatter = [
+            event(f"lunch at the noodle stall number {n} today", channel_id=f"C{n}")
+            for n in range(30)
+        ]
+        forklift = event("the forklift broke so the delivery is late", channel_id="F")
+        await ingest(client, "acme", [forklift, *chatter])
+        await client.post("/v1/sweep")
+        url = "/v1/orgs/acme/history/search"
+        q = {"q": "forklift delivery late please", "limit": "100"}
+        everything = (await client.get(url, params=q | {"min_relevance": "0"})).json()
+        semantic = [r for r in everything["results"] if r["matched_by"] == "semantic"]
+        assert semantic[0]["text"].startswith("the forklift")
+        scores = [r["relevance"] for r in semantic]
+        assert scores == sorted(scores, reverse=True) and scores[-1] >= 0
+        strict = (await client.get(url, params=q | {"min_relevance": "9.5"})).json()
+        assert strict["semantic"] == "on" and strict["results"] == []
 
 
 async def test_ingest_is_idempotent_over_http(history_app, event) -> None:
@@ -144,6 +168,11 @@ async def test_request_shape_errors(history_app, event) -> None:
         ({"q": "x", "since": "2026-03-02T09:00:00"}, "since"),
         ({"q": "x", "since": "2026-03-02T09:00:00Z", "until": "2026-03-01T09:00:00Z"}, "until"),
         ({"q": "x", "sort": "new"}, "sort"),
+        ({"q": "x", "min_relevance": "-1"}, "min_relevance"),
+        ({"q": "x", "min_relevance": "10.5"}, "min_relevance"),
+        ({"q": "x", "min_relevance": "nan"}, "min_relevance"),
+        ({"q": "x", "min_relevance": "high"}, "min_relevance"),
+        ({"q": "x", "min_relevance": ""}, "min_relevance"),
     ],
 )
 async def test_search_parameters_are_checked(history_app, params, field: str) -> None:

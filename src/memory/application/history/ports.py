@@ -130,9 +130,14 @@ class EmbeddedWindow:
 
 @dataclass(frozen=True, slots=True)
 class WindowMatch:
+    """A window the query matched: its cosine similarity and its relevance (the
+    similarity standardised within its script group, docs/adr/0112; None when too few
+    windows were searched to calibrate)."""
+
     window_id: uuid.UUID
     similarity: float
     event_ids: tuple[str, ...]
+    relevance: float | None = None
 
 
 class WindowEmbeddings(Protocol):
@@ -147,7 +152,9 @@ class WindowEmbeddings(Protocol):
     def nearest(
         self, org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
     ) -> list[WindowMatch]:
-        """Exact KNN by cosine similarity among the org's rows of `model`, best first."""
+        """Exact KNN among the org's rows of `model` that match the query's filters, the k
+        most relevant first (by similarity when none can be calibrated), each with its
+        relevance against all of them (memory.domain.relevance)."""
         ...
 
     def drop_model(self, model: str) -> int: ...

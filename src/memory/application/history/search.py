@@ -1,5 +1,7 @@
 """History search: full-text always; semantic appended when the org has the feature on and
-the query can be embedded in time (otherwise `degraded`, never an error).
+the query can be embedded in time (otherwise `degraded`, never an error). Semantic hits are
+the most relevant windows that reach the query's relevance floor (memory.domain.relevance,
+docs/adr/0112): a query nothing answers gets no semantic hit.
 
 With the feature on, the full-text query runs in a worker thread while this thread waits for
 the query vector and runs the exact KNN: the answer takes the longer of the two, not the sum.
@@ -97,6 +99,8 @@ class SearchHistory:
         if self._similarity_floor is not None:
             floor = self._similarity_floor
             matches = [m for m in matches if m.similarity >= floor]
+        relevant = query.relevance_filter
+        matches = [m for m in matches if relevant.keeps(m.relevance)]
         semantic = self._window_messages(org_id, matches, query)
         fts = full_text.result()
         return HistorySearchResult(
@@ -133,6 +137,7 @@ class SearchHistory:
                         MatchedBy.SEMANTIC,
                         similarity=match.similarity,
                         window_id=match.window_id,
+                        relevance=match.relevance,
                     )
                 )
         return hits

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from memory.domain.errors import InvalidInput
 from memory.domain.history.feature_flags import FlagSource
+from memory.domain.relevance import RelevanceFilter
 
 SEARCH_LIMIT_DEFAULT = 20
 SEARCH_LIMIT_MAX = 100
@@ -40,8 +41,12 @@ class HistoryQuery:
     channel_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    # The least relevance a semantic hit needs (memory.domain.relevance); None: the default
+    # rule (DEFAULT_MIN_RELEVANCE, and windows too few to calibrate are kept).
+    min_relevance: float | None = None
 
     def __post_init__(self) -> None:
+        self.relevance_filter  # noqa: B018 (a mistyped or out-of-range value is refused here)
         if not self.text.strip():
             raise InvalidInput("q", "must contain a non-blank search text")
         if len(self.text) > MAX_QUERY_CHARS:
@@ -49,6 +54,10 @@ class HistoryQuery:
         if not 1 <= self.limit <= SEARCH_LIMIT_MAX:
             raise InvalidInput("limit", f"must be between 1 and {SEARCH_LIMIT_MAX}")
         check_bounds(self.since, self.until)
+
+    @property
+    def relevance_filter(self) -> RelevanceFilter:
+        return RelevanceFilter.requested(self.min_relevance)
 
 
 def check_bounds(since: datetime | None, until: datetime | None) -> None:
@@ -62,8 +71,10 @@ def check_bounds(since: datetime | None, until: datetime | None) -> None:
 
 @dataclass(frozen=True, slots=True)
 class HistoryHit:
-    """One message in the results. Semantic hits carry the similarity and id of the window
-    that matched."""
+    """One message in the results. Semantic hits carry the id of the window that matched,
+    its cosine similarity and its relevance (the similarity in standard deviations above the
+    query's mean similarity to the searched windows of the same script group; None when too
+    few windows were searched to calibrate it)."""
 
     event_id: str
     provider: str
@@ -74,6 +85,7 @@ class HistoryHit:
     matched_by: MatchedBy
     similarity: float | None = None
     window_id: uuid.UUID | None = None
+    relevance: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,6 +155,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
             channel_id=params.channel_id,
             since=params.since,
             until=params.until,
+            min_relevance=params.min_relevance,
         )
         result = await watched(lambda: service.search(org_id, query))
         return AnswerResponse(_search_body(result))
@@ -391,6 +392,7 @@ def _hit(hit: HistoryHit) -> HistoryHitBody:
         occurred_at=hit.occurred_at,
         matched_by=hit.matched_by.value,
         similarity=None if hit.similarity is None else round(hit.similarity, 6),
+        relevance=None if hit.relevance is None else round(hit.relevance, 4),
         window_id=hit.window_id,
     )
 

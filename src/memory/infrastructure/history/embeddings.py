@@ -19,6 +19,7 @@ from memory.application.history.ports import EmbeddedWindow, WindowMatch
 from memory.domain.embedding import EmbeddingVector
 from memory.domain.history.partition import Partition
 from memory.domain.history.search import HistoryQuery
+from memory.domain.relevance import MIN_DISTRIBUTION, script_group
 from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
 from memory.infrastructure.history.sql_filters import window_filters
 from memory.infrastructure.postgres.database import Database
@@ -29,9 +30,9 @@ _UPSERT = sql.SQL(
     """
     INSERT INTO dw_message_embeddings (
         id, org_id, provider, external_channel_id, model, embedding, content,
-        source_event_ids, first_occurred_at, last_occurred_at)
+        source_event_ids, first_occurred_at, last_occurred_at, script_group)
     SELECT %(id)s, %(org_id)s, %(provider)s, %(channel_id)s, %(model)s, %(embedding)s,
-           %(content)s, %(event_ids)s::text[], %(first)s, %(last)s
+           %(content)s, %(event_ids)s::text[], %(first)s, %(last)s, %(script_group)s
     WHERE NOT EXISTS (
         SELECT 1 FROM unnest(%(event_ids)s::text[]) AS s(event_id)
         WHERE NOT EXISTS (
@@ -43,6 +44,7 @@ _UPSERT = sql.SQL(
         source_event_ids = excluded.source_event_ids,
         first_occurred_at = excluded.first_occurred_at,
         last_occurred_at = excluded.last_occurred_at,
+        script_group = excluded.script_group,
         created_at = now()
     RETURNING id
     """
@@ -96,8 +98,11 @@ class PostgresWindowEmbeddings:
                             break
         return written
 
-    # The distance is computed once per row and sorted by its alias: `1 - (a <=> b)` in the
-    # select list next to `ORDER BY a <=> b` would compute it twice (2x the exact scan).
+    # Every window's similarity is computed once (the exact scan, ADR 0034) into `scored`;
+    # the same pass gives the query's similarity distribution per script group, against
+    # which each hit's relevance is standardised (docs/adr/0112, memory.domain.relevance:
+    # a group smaller than MIN_DISTRIBUTION borrows the whole set's, a smaller set has
+    # none). Hits come best relevance first.
     def nearest(
         self, org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
     ) -> list[WindowMatch]:
@@ -106,13 +111,29 @@ class PostgresWindowEmbeddings:
             "model": model,
             "vector": HalfVector(list(vector.values)),
             "k": k,
+            "min_n": MIN_DISTRIBUTION,
         }
         statement = sql.SQL(
             """
-            SELECT id, source_event_ids, embedding <=> %(vector)s AS distance
-            FROM dw_message_embeddings
-            WHERE org_id = %(org_id)s AND model = %(model)s{filters}
-            ORDER BY distance, id
+            WITH scored AS MATERIALIZED (
+                SELECT id, source_event_ids, script_group,
+                       1 - (embedding <=> %(vector)s) AS similarity
+                FROM dw_message_embeddings
+                WHERE org_id = %(org_id)s AND model = %(model)s{filters}
+            ), groups AS (
+                SELECT script_group, avg(similarity) AS mean,
+                       stddev_pop(similarity) AS sd, count(*) AS n
+                FROM scored GROUP BY script_group
+            ), overall AS (
+                SELECT avg(similarity) AS mean, stddev_pop(similarity) AS sd, count(*) AS n
+                FROM scored
+            )
+            SELECT s.id, s.source_event_ids, s.similarity,
+                   CASE WHEN g.n >= %(min_n)s AND g.sd > 0 THEN (s.similarity - g.mean) / g.sd
+                        WHEN o.n >= %(min_n)s AND o.sd > 0 THEN (s.similarity - o.mean) / o.sd
+                   END AS relevance
+            FROM scored s JOIN groups g USING (script_group) CROSS JOIN overall o
+            ORDER BY relevance DESC NULLS LAST, s.similarity DESC, s.id
             LIMIT %(k)s
             """
         ).format(filters=window_filters(query, params))
@@ -121,8 +142,9 @@ class PostgresWindowEmbeddings:
         return [
             WindowMatch(
                 window_id=_uuid(r["id"]),
-                similarity=1.0 - float(cast(float, r["distance"])),
+                similarity=float(cast(float, r["similarity"])),
                 event_ids=tuple(cast(list[str], r["source_event_ids"])),
+                relevance=None if r["relevance"] is None else float(cast(float, r["relevance"])),
             )
             for r in rows
         ]
@@ -153,6 +175,7 @@ def _row(model: str, w: EmbeddedWindow) -> dict[str, Any]:
         "event_ids": list(w.window.event_ids),
         "first": w.window.first.occurred_at,
         "last": w.window.last.occurred_at,
+        "script_group": script_group(w.window.content).value,
     }
 
 
