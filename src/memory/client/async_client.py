@@ -158,6 +158,7 @@ class AsyncMemoryClient:
         query: str,
         *,
         similarity_threshold: float | None = None,
+        min_relevance: float | None = None,
         limit: int | None = None,
         offset: int | None = None,
         cursor: str | None = None,
@@ -169,6 +170,7 @@ class AsyncMemoryClient:
             lambda: calls.search_policies(
                 query,
                 similarity_threshold=similarity_threshold,
+                min_relevance=min_relevance,
                 limit=limit,
                 offset=offset,
                 cursor=cursor,

@@ -125,6 +125,7 @@ def search_policies(
     query: str,
     *,
     similarity_threshold: float | None,
+    min_relevance: float | None = None,
     limit: int | None,
     offset: int | None,
     cursor: str | None,
@@ -135,6 +136,7 @@ def search_policies(
     body = p.SearchBody(
         query=query,
         similarity_threshold=similarity_threshold,
+        min_relevance=min_relevance,
         limit=limit,
         offset=offset,
         cursor=cursor,

@@ -155,6 +155,7 @@ class MemoryClient:
         query: str,
         *,
         similarity_threshold: float | None = None,
+        min_relevance: float | None = None,
         limit: int | None = None,
         offset: int | None = None,
         cursor: str | None = None,
@@ -166,6 +167,7 @@ class MemoryClient:
             lambda: calls.search_policies(
                 query,
                 similarity_threshold=similarity_threshold,
+                min_relevance=min_relevance,
                 limit=limit,
                 offset=offset,
                 cursor=cursor,

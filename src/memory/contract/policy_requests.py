@@ -54,6 +54,9 @@ class UpdateBody(StrictBody):
 class SearchBody(StrictBody):
     query: str
     similarity_threshold: float | None = None
+    # The alternative to the raw threshold: the least relevance (standard deviations above
+    # the query's mean similarity, docs/adr/0112).
+    min_relevance: float | None = None
     limit: int | None = None
     offset: int | None = None
     cursor: str | None = None

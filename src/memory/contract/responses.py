@@ -183,6 +183,15 @@ class SearchResultBody(Answer):
     policy_id: str
     version: int
     similarity: float
+    relevance: float | None = Field(
+        default=None,
+        description=(
+            "The similarity in standard deviations above the query's mean similarity to the"
+            " searched policies of its script group (docs/adr/0112); absent when too few"
+            " policies are searched to calibrate it."
+        ),
+        exclude_if=_absent,
+    )
     title: str | None
     source: str | None
     tags: list[str]
@@ -196,6 +205,7 @@ class PolicySearchBody(Answer):
     next_cursor: str | None
     model: str
     similarity_threshold: float
+    min_relevance: float | None = Field(default=None, exclude_if=_absent)
 
 
 class PolicyDocumentBody(Answer):

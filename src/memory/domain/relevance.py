@@ -95,15 +95,35 @@ class QueryDistribution:
             {g: SimilarityDistribution.of(s) for g, s in by_group.items()},
         )
 
+    @classmethod
+    def of_groups(cls, groups: dict[ScriptGroup, SimilarityDistribution]) -> QueryDistribution:
+        """From per-group figures alone (what a database aggregate returns): the overall
+        distribution is the groups' pooled one."""
+        count = sum(g.count for g in groups.values())
+        if count == 0:
+            return cls(SimilarityDistribution(0.0, 0.0, 0), groups)
+        mean = sum(g.mean * g.count for g in groups.values()) / count
+        second = sum((g.std**2 + g.mean**2) * g.count for g in groups.values()) / count
+        std = math.sqrt(max(second - mean**2, 0.0))
+        return cls(SimilarityDistribution(mean, std, count), groups)
+
+    def _against(self, group: ScriptGroup) -> SimilarityDistribution | None:
+        own = self.groups.get(group)
+        if own is not None and own.usable:
+            return own
+        return self.overall if self.overall.usable else None
+
     def relevance(self, group: ScriptGroup, similarity: float) -> float | None:
         """Standard deviations above the mean of the hit's group (or of everything searched
         when the group is small); None when even that is too small to calibrate."""
-        own = self.groups.get(group)
-        if own is not None and own.usable:
-            return own.standardise(similarity)
-        if self.overall.usable:
-            return self.overall.standardise(similarity)
-        return None
+        against = self._against(group)
+        return None if against is None else against.standardise(similarity)
+
+    def similarity_floor(self, group: ScriptGroup, min_relevance: float) -> float | None:
+        """The least similarity a hit of `group` needs to reach `min_relevance`; None when
+        the group cannot be calibrated (then nothing of it reaches an explicit floor)."""
+        against = self._against(group)
+        return None if against is None else against.mean + min_relevance * against.std
 
 
 def relevances(scored: Sequence[tuple[ScriptGroup, float]]) -> list[float | None]:

@@ -27,6 +27,9 @@ from memory.infrastructure.policy.progress import ProjectionProgress, TrackingWa
 from memory.infrastructure.policy.projector import read_tracking_position
 from memory.infrastructure.policy.read_model import PostgresPolicyReadModel
 from memory.infrastructure.policy.secrets import load_cursor_key
+from memory.infrastructure.policy.similarity_distribution import (
+    PostgresPolicySimilarityDistribution,
+)
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.service_log import ServiceLog
 from memory.infrastructure.settings import Settings
@@ -86,6 +89,7 @@ class PolicyRuntime:
             CursorCodec(load_cursor_key(database)),
             search_timeout=settings.search_timeout,
             default_threshold=settings.policy_similarity_threshold,
+            distribution=PostgresPolicySimilarityDistribution(database, model_id),
             max_future_skew=timedelta(seconds=settings.max_future_skew),
         )
         self.service = PolicyService(

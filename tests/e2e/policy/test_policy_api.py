@@ -261,6 +261,10 @@ async def test_conflict_and_not_found(policy_app: Any) -> None:
             {"query": "q", "similarity_threshold": "0.5"},
             "similarity_threshold",
         ),
+        ("POST", "/v1/policies/search", {"query": "q", "min_relevance": -1}, "min_relevance"),
+        ("POST", "/v1/policies/search", {"query": "q", "min_relevance": 10.5}, "min_relevance"),
+        ("POST", "/v1/policies/search", {"query": "q", "min_relevance": "2"}, "min_relevance"),
+        ("POST", "/v1/policies/search", {"query": "q", "min_relevance": True}, "min_relevance"),
         ("POST", "/v1/policies/search", {"query": "q", "limit": 201}, "limit"),
         ("POST", "/v1/policies/search", {"query": "q", "limit": 5.5}, "limit"),
         (

@@ -17,6 +17,7 @@ from memory.application.policy.commands import NewPolicy
 from memory.application.policy.deadline import Deadline
 from memory.domain.errors import InvalidInput
 from memory.domain.policy.search import SimilarityResult
+from memory.domain.relevance import ScriptGroup, relevances
 from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.policy.model_objects import ModelObjects
 from memory.infrastructure.postgres.database import Database
@@ -256,3 +257,34 @@ def test_the_projector_creates_the_models_partial_hnsw_index(
     assert "hnsw" in definition
     assert "halfvec_cosine_ops" in definition
     assert "'hash:384'::text" in definition
+
+
+@pytest.mark.parametrize("mode", ["hnsw", "exact"])
+def test_results_carry_relevance_and_min_relevance_is_the_alternative_threshold(
+    corpus: tuple[PolicyRuntime, datetime], mode: str
+) -> None:
+    runtime, _ = corpus
+    set_mode(runtime, mode)
+    everything = all_results(runtime, similarity_threshold=0.0)
+    # The reference: the query's relevance against every policy (one script group here).
+    rel = relevances([(ScriptGroup.OTHER, r.similarity) for r in everything])
+    assert len(everything) == 62
+    for result, expected in zip(everything, rel, strict=True):
+        assert result.relevance == pytest.approx(expected, abs=1e-6)
+    floor = sorted(r.relevance or 0.0 for r in everything)[-10]
+    answer = runtime.queries.search(QUERY, limit=200, min_relevance=floor)
+    # Asked alone, min_relevance replaces the model's default threshold.
+    assert answer.threshold == 0.0 and answer.min_relevance == floor
+    assert [r.policy_id for r in answer.results] == [
+        r.policy_id for r in everything if (r.relevance or 0.0) >= floor - 1e-9
+    ]
+    # Pages of a min_relevance search walk the same list.
+    first = runtime.queries.search(QUERY, limit=4, min_relevance=floor)
+    second = runtime.queries.search(QUERY, limit=4, min_relevance=floor, cursor=first.next_cursor)
+    assert [r.policy_id for r in first.results + second.results] == [
+        r.policy_id for r in answer.results[:8]
+    ]
+    for bad in (-0.5, 11.0, float("nan")):
+        with pytest.raises(InvalidInput) as raised:
+            runtime.queries.search(QUERY, min_relevance=bad)
+        assert raised.value.field == "min_relevance"

@@ -14,6 +14,7 @@ from memory.domain.policy.cursor import SearchCursor
 from memory.domain.policy.listing import ListPosition, ListRequest, StoredPolicy
 from memory.domain.policy.namespace import PolicyAddress, PolicyNamespace
 from memory.domain.policy.search import PolicyDocument, SearchRequest, SimilarityResult
+from memory.domain.relevance import QueryDistribution
 
 
 class RecordConflict(Exception):
@@ -183,3 +184,13 @@ class PolicyModelStore(Protocol):
     ) -> ReembedReport:
         """Replay the log into `spec`'s rows until they reach the head (resumable)."""
         ...
+
+
+class PolicySimilarityDistribution(Protocol):
+    """How similar a query is to the policies a search reads (for relevance,
+    memory.domain.relevance): per script group, over the active model's rows in the
+    namespaces of `view`, or a fixed sample of them when there are many."""
+
+    def distribution(
+        self, vector: EmbeddingVector, view: Sequence[PolicyNamespace], timeout: float
+    ) -> QueryDistribution: ...

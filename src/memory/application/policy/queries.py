@@ -11,7 +11,11 @@ from typing import Any
 
 from memory.application.embedding import EmbeddingModel
 from memory.application.policy.deadline import Clock, Deadline
-from memory.application.policy.ports import PolicyEventLog, PolicyReadModel
+from memory.application.policy.ports import (
+    PolicyEventLog,
+    PolicyReadModel,
+    PolicySimilarityDistribution,
+)
 from memory.domain.embedding import EmbeddingVector
 from memory.domain.errors import FieldChecks, InvalidInput, NotFound
 from memory.domain.policy.cursor import CursorCodec, SearchCursor
@@ -30,6 +34,7 @@ from memory.domain.policy.search import (
 )
 from memory.domain.policy.threshold import SimilarityThreshold
 from memory.domain.policy.versions import PolicyVersion, version_history
+from memory.domain.relevance import QueryDistribution, RelevanceFilter, ScriptGroup
 from memory.domain.time_range import DEFAULT_MAX_FUTURE_SKEW, AcceptedTimeRange
 
 ORIGINS = ("direct", "search")
@@ -43,6 +48,33 @@ class SearchAnswer:
     threshold: float
     embed_seconds: float
     database_seconds: float
+    min_relevance: float | None = None
+
+
+NO_THRESHOLD = SimilarityThreshold(0.0)
+# A similarity no result reaches: what an explicit `min_relevance` asks of a script group
+# too small to calibrate (nothing there is known to be relevant).
+UNREACHABLE_SIMILARITY = 2.0
+
+
+def with_group_floors(request: SearchRequest, distribution: QueryDistribution) -> SearchRequest:
+    """The request with its `min_relevance` turned into a least similarity per script
+    group for this query (docs/adr/0112)."""
+    if request.min_relevance is None:
+        return request
+    floors = []
+    for group in ScriptGroup:
+        floor = distribution.similarity_floor(group, request.min_relevance)
+        floors.append((group, UNREACHABLE_SIMILARITY if floor is None else floor))
+    return replace(request, group_floors=tuple(floors))
+
+
+def with_relevance(
+    result: SimilarityResult, distribution: QueryDistribution | None
+) -> SimilarityResult:
+    if distribution is None:
+        return result
+    return replace(result, relevance=distribution.relevance(result.script_group, result.similarity))
 
 
 @dataclass(frozen=True)
@@ -61,6 +93,7 @@ class PolicyQueries:
         *,
         search_timeout: float,
         default_threshold: float | None = None,
+        distribution: PolicySimilarityDistribution | None = None,
         clock: Clock = time.monotonic,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         max_future_skew: timedelta = DEFAULT_MAX_FUTURE_SKEW,
@@ -70,6 +103,7 @@ class PolicyQueries:
             raise ValueError("the read model must be read for the active model")
         self._log = log
         self._read_model = read_model
+        self._distribution = distribution
         self._model = model
         self._cursors = cursors
         self._search_timeout = search_timeout
@@ -98,6 +132,7 @@ class PolicyQueries:
         filter: Any = None,
         deadline: Deadline | None = None,
         namespace: PolicyNamespace = GLOBAL,
+        min_relevance: float | None = None,
     ) -> SearchAnswer:
         """Searches what `namespace` sees: its own policies and the global ones."""
         budget = deadline or self.deadline()
@@ -109,6 +144,7 @@ class PolicyQueries:
             cursor=cursor,
             max_results=max_results,
             filter=filter,
+            min_relevance=min_relevance,
         )
         assert request is not None
         request = replace(request, view=namespace.visible())
@@ -121,6 +157,12 @@ class PolicyQueries:
         started = self._clock()
         vector = self._embed_query(request.query, budget)
         embedded = self._clock()
+        distribution = None
+        if self._distribution is not None:
+            distribution = self._distribution.distribution(
+                vector, request.view, budget.check("before querying the database")
+            )
+            request = with_group_floors(request, distribution)
         rows = self._read_model.search(
             vector, request, after, budget.check("before querying the database")
         )
@@ -132,10 +174,11 @@ class PolicyQueries:
                 SearchCursor(last.distance, last.embedding_ref, fingerprint)
             )
         return SearchAnswer(
-            results=list(rows.results),
+            results=[with_relevance(r, distribution) for r in rows.results],
             next_cursor=next_cursor,
             model=self._model.identity.id,
             threshold=request.threshold.value,
+            min_relevance=request.min_relevance,
             embed_seconds=embedded - started,
             database_seconds=finished - embedded,
         )
@@ -150,17 +193,23 @@ class PolicyQueries:
         cursor: str | None,
         max_results: int | None,
         filter: Any,
+        min_relevance: float | None = None,
     ) -> SearchRequest | None:
         """`search`'s rules: the request, or `InvalidInput` naming every broken field; None
         when `query` was not given (a check of the other fields only). No I/O."""
         # Every field is checked before any is refused: one 422 names them all.
         checks = FieldChecks()
         text = None if query is None else checks.run(lambda: parse_query_text(query))
+        relevance = checks.run(lambda: RelevanceFilter.requested(min_relevance))
+        # `min_relevance` is the alternative to the raw threshold: asked alone, the model's
+        # default threshold does not apply on top of it.
         threshold = checks.run(
             lambda: (
-                self._default_threshold
-                if similarity_threshold is None
-                else SimilarityThreshold.parse(similarity_threshold)
+                SimilarityThreshold.parse(similarity_threshold)
+                if similarity_threshold is not None
+                else NO_THRESHOLD
+                if min_relevance is not None
+                else self._default_threshold
             )
         )
         page = checks.run(
@@ -177,7 +226,14 @@ class PolicyQueries:
         if text is None:
             return None
         assert threshold is not None and page is not None and search_filter is not None
-        return SearchRequest(query=text, threshold=threshold, page=page, filter=search_filter)
+        assert relevance is not None
+        return SearchRequest(
+            query=text,
+            threshold=threshold,
+            page=page,
+            filter=search_filter,
+            min_relevance=relevance.min_relevance if relevance.explicit else None,
+        )
 
     def get_by_embedding(
         self,

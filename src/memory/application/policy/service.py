@@ -226,6 +226,7 @@ class PolicyService:
         filter: Any = None,
         reach: Reach = EVERY_ORG,
         namespace: str | None = None,
+        min_relevance: float | None = None,
     ) -> SearchAnswer:
         """Ranked policies the namespace sees (its own and the global ones) at or above
         the threshold, within `MEMORY_SEARCH_TIMEOUT`."""
@@ -240,6 +241,7 @@ class PolicyService:
                 max_results=max_results,
                 filter=filter,
                 namespace=reach.reading(namespace),
+                min_relevance=min_relevance,
             ),
         )
 
@@ -254,6 +256,7 @@ class PolicyService:
         max_results: int | None = None,
         filter: Any = None,
         namespace: str | None = None,
+        min_relevance: float | None = None,
     ) -> None:
         """`search`'s rules alone, as `check_store`."""
         _with_namespace(
@@ -266,6 +269,7 @@ class PolicyService:
                 cursor=cursor,
                 max_results=max_results,
                 filter=filter,
+                min_relevance=min_relevance,
             ),
         )
 

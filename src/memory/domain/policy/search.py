@@ -14,6 +14,7 @@ from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.namespace import GLOBAL, PolicyNamespace
 from memory.domain.policy.pagination import PageRequest
 from memory.domain.policy.threshold import SimilarityThreshold
+from memory.domain.relevance import ScriptGroup
 
 QUERY_MAX_CHARS = 4_096
 
@@ -37,6 +38,12 @@ class SearchRequest:
     # The namespaces searched (docs/adr/0102): the global one alone, or an org's and the
     # global one.
     view: tuple[PolicyNamespace, ...] = (GLOBAL,)
+    # The least relevance a result needs (memory.domain.relevance); None: the raw
+    # threshold alone decides.
+    min_relevance: float | None = None
+    # What `min_relevance` means for this query: the least similarity per script group,
+    # from the query's similarity distribution (set by the use case once it has the vector).
+    group_floors: tuple[tuple[ScriptGroup, float], ...] = ()
 
     def fingerprint(self, model_id: str) -> str:
         """What makes two requests the same search (pages of one result list). The global
@@ -44,6 +51,8 @@ class SearchRequest:
         parts: list[object] = [model_id, self.query, self.threshold.value, self.filter.canonical()]
         if self.view != (GLOBAL,):
             parts.append([n.text for n in self.view])
+        if self.min_relevance is not None:
+            parts.append({"min_relevance": self.min_relevance})
         identity = json.dumps(parts, ensure_ascii=False)
         return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:32]
 
@@ -58,6 +67,10 @@ class SimilarityResult:
     metadata: PolicyMetadata
     timestamp: datetime
     namespace: PolicyNamespace = GLOBAL
+    script_group: ScriptGroup = ScriptGroup.OTHER
+    # Standard deviations above the query's mean similarity within the script group
+    # (memory.domain.relevance); None when too few policies to calibrate.
+    relevance: float | None = None
 
 
 @dataclass(frozen=True)

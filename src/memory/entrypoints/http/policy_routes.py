@@ -190,6 +190,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
             lambda: service.search(
                 body.query,
                 similarity_threshold=body.similarity_threshold,
+                min_relevance=body.min_relevance,
                 limit=body.limit,
                 offset=body.offset,
                 cursor=body.cursor,
@@ -318,6 +319,7 @@ def search_body(answer: SearchAnswer) -> PolicySearchBody:
         next_cursor=answer.next_cursor,
         model=answer.model,
         similarity_threshold=answer.threshold,
+        min_relevance=answer.min_relevance,
     )
 
 
@@ -327,6 +329,7 @@ def _result_body(result: SimilarityResult) -> SearchResultBody:
         policy_id=result.policy_id,
         version=result.version,
         similarity=result.similarity,
+        relevance=None if result.relevance is None else round(result.relevance, 4),
         title=result.metadata.title,
         source=result.metadata.source,
         tags=list(result.metadata.tags),

@@ -33,6 +33,7 @@ from memory.domain.policy.listing import ListPosition, ListRequest, StoredPolicy
 from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.namespace import PolicyNamespace
 from memory.domain.policy.search import PolicyDocument, SearchRequest, SimilarityResult
+from memory.domain.relevance import ScriptGroup
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.postgres.keyset import NewestFirst
 
@@ -50,7 +51,7 @@ HNSW_MAX_EF_SEARCH = 1000
 MAX_CANDIDATES = 20_000
 
 _COLUMNS = sql.SQL(
-    "embedding_ref, namespace, policy_id, version, metadata, updated_at,"
+    "embedding_ref, namespace, policy_id, version, metadata, updated_at, script_group,"
     " embedding <=> %(q)s AS distance"
 )
 # Only the namespaces the reader sees (docs/adr/0102); a list parameter, so one plan serves
@@ -93,6 +94,7 @@ class PostgresPolicyReadModel:
         }
         conditions: list[sql.Composable] = [sql.SQL("model = {}").format(self._model), _IN_VIEW]
         conditions += _filter_conditions(request.filter, params)
+        conditions += _relevance_conditions(request, params)
         if after is not None:
             conditions.append(
                 sql.SQL("(embedding <=> %(q)s, embedding_ref) > (%(after_d)s, %(after_r)s)")
@@ -294,4 +296,19 @@ def _result(row: Mapping[str, Any]) -> SimilarityResult:
         metadata=PolicyMetadata.from_json(row["metadata"]),
         timestamp=row["updated_at"],
         namespace=PolicyNamespace.parse(row["namespace"]),
+        script_group=ScriptGroup(row["script_group"]),
     )
+
+
+def _relevance_conditions(request: SearchRequest, params: dict[str, Any]) -> list[sql.Composable]:
+    """`min_relevance` as the least similarity of each script group (docs/adr/0112)."""
+    conditions: list[sql.Composable] = []
+    for n, (group, floor) in enumerate(request.group_floors):
+        params[f"floor_group_{n}"] = group.value
+        params[f"floor_distance_{n}"] = 1.0 - floor
+        conditions.append(
+            sql.SQL("(script_group <> {g} OR (embedding <=> %(q)s) <= {d})").format(
+                g=sql.Placeholder(f"floor_group_{n}"), d=sql.Placeholder(f"floor_distance_{n}")
+            )
+        )
+    return conditions
