@@ -16,7 +16,7 @@ from memory.infrastructure.postgres.pool_metrics import POOLS
 from memory.infrastructure.settings import Settings
 
 if TYPE_CHECKING:
-    from memory.application.access.rate_limits import RateLimits
+    from memory.application.access.rate_limits import FailedAuthentications, RateLimits
     from memory.application.access.service import AccessService
     from memory.application.audit.ports import AuditTrail
     from memory.application.history.service import HistoryService
@@ -75,6 +75,13 @@ class Services:
 
         per_minute = self.settings.rate_limit_per_minute
         return None if per_minute is None else RateLimits(per_minute)
+
+    @cached_property
+    def failed_authentications(self) -> FailedAuthentications | None:
+        from memory.application.access.rate_limits import FailedAuthentications
+
+        per_minute = self.settings.failed_auth_per_minute
+        return FailedAuthentications(per_minute) if per_minute > 0 else None
 
     @property
     def history(self) -> HistoryService:

@@ -123,6 +123,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
     # Requests per minute per API key, per process (token bucket); unset = no limit.
     rate_limit_per_minute: int | None = Field(default=None, ge=1)
+    # Failed authentications per minute per client address, per process, before keys that
+    # are not cached are refused (429) without a lookup; 0 = no limit (docs/adr/0099).
+    failed_auth_per_minute: int = Field(default=60, ge=0)
 
     log_level: str = "INFO"
     # "auto": JSON lines unless stderr is a terminal; "json" or "text" to force one.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import pytest
 
@@ -11,6 +12,8 @@ from memory.application.access.ports import KeyStore
 from memory.application.access.service import (
     KEY_CACHE_SECONDS,
     LAST_USED_RESOLUTION,
+    UNKNOWN_SECRET_MAX_ENTRIES,
+    UNKNOWN_SECRET_SECONDS,
     AccessService,
     Forbidden,
     KeyExpired,
@@ -18,7 +21,12 @@ from memory.application.access.service import (
     OwnKey,
     operator_key,
 )
-from memory.domain.access.api_key import ApiKey, secret_digest
+from memory.domain.access.api_key import (
+    SECRET_BYTES,
+    ApiKey,
+    new_secret,
+    secret_digest,
+)
 from memory.domain.access.scopes import Scope
 from memory.domain.errors import InvalidInput, NotFound
 from memory.infrastructure.access.key_store import PostgresKeyStore
@@ -305,3 +313,62 @@ def test_keys_name_their_creator_and_outlive_it(
     with pytest.raises(Forbidden) as refused:
         service.revoke(child, parent.key_id)
     assert refused.value.details["lacking"] == {"scopes": ["history:write"]}
+
+
+class CountingStore:
+    """The PostgreSQL key store, counting lookups by digest."""
+
+    def __init__(self, store: PostgresKeyStore) -> None:
+        self._store = store
+        self.finds = 0
+
+    def find(self, digest: bytes) -> ApiKey | None:
+        self.finds += 1
+        return self._store.find(digest)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+
+def test_an_unknown_secret_is_looked_up_once_until_its_miss_goes_stale(
+    database: Database, audit: PostgresAuditTrail
+) -> None:
+    ticks = Ticks()
+    store = CountingStore(PostgresKeyStore(database))
+    service = AccessService(
+        cast(KeyStore, store),
+        audit,
+        now=lambda: ticks.wall,
+        monotonic=lambda: ticks.mono,
+        random_bytes=lambda n: (b"\x01" if n == SECRET_BYTES else b"\x07") * n,
+    )
+    secret = new_secret(b"\x01" * SECRET_BYTES)
+    for _ in range(100):
+        assert service.authenticate(secret) is None
+    assert store.finds == 1
+    ticks.advance(UNKNOWN_SECRET_SECONDS)
+    assert service.authenticate(secret) is None
+    assert store.finds == 2
+    # Created in this process after a miss of its very secret: known at once, not refused
+    # for what is left of the miss.
+    created = service.create(OPERATOR, "late", "acme", ["history:read"])
+    assert created.secret == secret
+    found = service.authenticate(secret)
+    assert found is not None and found.key_id == created.key.key_id
+
+
+def test_a_spray_of_unknown_secrets_never_evicts_a_known_key(
+    database: Database, audit: PostgresAuditTrail
+) -> None:
+    ticks = Ticks()
+    store = CountingStore(PostgresKeyStore(database))
+    service = AccessService(
+        cast(KeyStore, store), audit, now=lambda: ticks.wall, monotonic=lambda: ticks.mono
+    )
+    known = service.create(OPERATOR, "busy", "acme", ["history:read"]).secret
+    assert service.authenticate(known) is not None
+    finds = store.finds
+    for n in range(UNKNOWN_SECRET_MAX_ENTRIES + 10):
+        assert service.cached(new_secret(n.to_bytes(SECRET_BYTES, "big"))) is not None
+    assert service.authenticate(known) is not None
+    assert store.finds == finds

@@ -18,6 +18,7 @@ from enum import StrEnum
 from functools import partial
 
 from memory.application.access.ports import KeyStore
+from memory.application.access.unknown_secrets import UnknownSecrets
 from memory.application.audit.ports import AuditTrail
 from memory.domain.access.api_key import (
     KEY_ID_BYTES,
@@ -39,9 +40,15 @@ from memory.domain.errors import AlreadyExists, DomainError, FieldChecks, Invali
 # A looked-up key is trusted this long in one process: revocation reaches every process
 # within it, and a busy key costs one database lookup per second instead of one per request.
 KEY_CACHE_SECONDS = 1.0
-# Cached lookups (known and unknown secrets) per process before the cache starts afresh, so
-# a client spraying random secrets cannot grow it without bound.
+# Cached known keys per process before the cache starts afresh (unknown secrets have a cache
+# of their own, so a spray of random secrets never empties this one).
 KEY_CACHE_MAX_ENTRIES = 10_000
+# A secret found to be no live key is refused without a lookup this long in one process,
+# and this many such secrets are remembered (the oldest go first): a client repeating one
+# unknown or revoked key costs one lookup per `UNKNOWN_SECRET_SECONDS`, and the failed
+# authentications limit (`FailedAuthentications`) bounds the lookups of new ones.
+UNKNOWN_SECRET_SECONDS = 10.0
+UNKNOWN_SECRET_MAX_ENTRIES = 10_000
 # `last_used_at` is written at most this often per key: it answers "is this key still in
 # use?", which needs no per-request precision and should cost no per-request write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -145,7 +152,10 @@ class AccessService:
         self._now = now
         self._monotonic = monotonic
         self._random = random_bytes
-        self._cache: dict[bytes, tuple[float, ApiKey | None]] = {}
+        self._cache: dict[bytes, tuple[float, ApiKey]] = {}
+        self._unknown = UnknownSecrets(
+            ttl=UNKNOWN_SECRET_SECONDS, max_entries=UNKNOWN_SECRET_MAX_ENTRIES, monotonic=monotonic
+        )
         self._lock = threading.Lock()
         self._admin_digest: bytes | None = None
         if admin_token is not None:
@@ -162,7 +172,8 @@ class AccessService:
 
     def cached(self, secret: str) -> ApiKey | object | None:
         """The key for `secret` if this process looked it up less than `KEY_CACHE_SECONDS`
-        ago (None: unknown or revoked); otherwise the `MISS` marker. Never does I/O, so the
+        ago; None for a malformed secret or one found unknown or revoked less than
+        `UNKNOWN_SECRET_SECONDS` ago; otherwise the `MISS` marker. Never does I/O, so the
         HTTP layer can answer most requests without a thread hop. Raises `KeyExpired` for
         a key whose expiry has come, even while it is cached."""
         digest = secret_digest(secret)
@@ -173,9 +184,11 @@ class AccessService:
         with self._lock:
             hit = self._cache.get(digest)
         if hit is not None and self._monotonic() - hit[0] < KEY_CACHE_SECONDS:
-            if hit[1] is not None and hit[1].expired(self._now()):
+            if hit[1].expired(self._now()):
                 raise KeyExpired(hit[1])
             return hit[1]
+        if digest in self._unknown:
+            return None
         return _MISS
 
     def authenticate(self, secret: str) -> ApiKey | None:
@@ -187,14 +200,13 @@ class AccessService:
             return found
         digest = secret_digest(secret)
         key = self._store.find(digest)
-        if key is not None and key.revoked:
-            key = None
+        if key is None or key.revoked:
+            self._unknown.add(digest)
+            return None
         now = self._now()
-        expired = key is not None and key.expired(now)
-        if (
-            key is not None
-            and not expired
-            and (key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION)
+        expired = key.expired(now)
+        if not expired and (
+            key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION
         ):
             self._store.touch(key.key_id, now)
         with self._lock:
@@ -202,7 +214,6 @@ class AccessService:
                 self._cache.clear()
             self._cache[digest] = (self._monotonic(), key)
         if expired:
-            assert key is not None
             raise KeyExpired(key)
         return key
 
@@ -267,7 +278,9 @@ class AccessService:
                 target=key.key_id, before=None, after=_described(key), org_id=org_id
             )
 
-        return self._audit.record(actor_of(caller), Action.KEY_CREATED, change)
+        created = self._audit.record(actor_of(caller), Action.KEY_CREATED, change)
+        self._unknown.forget(secret_digest(secret))
+        return created
 
     def check_new_key(
         self,
@@ -376,7 +389,7 @@ class AccessService:
 
     def _forget(self, key_id: str) -> None:
         with self._lock:
-            stale = [d for d, (_, k) in self._cache.items() if k is not None and k.key_id == key_id]
+            stale = [d for d, (_, k) in self._cache.items() if k.key_id == key_id]
             for digest in stale:
                 del self._cache[digest]
 

@@ -1,4 +1,5 @@
-"""The per-key request rate limit: a token bucket, pure (the caller passes the time)."""
+"""Request rate limits (per key; failed authentications per client address): a token
+bucket, pure (the caller passes the time)."""
 
 from __future__ import annotations
 
@@ -23,17 +24,21 @@ class TokenBucket:
             raise ValueError("per_minute must be at least 1")
         return cls(per_minute, float(per_minute), now)
 
-    def take(self, now: float) -> float:
-        """Take a token: 0.0 if there was one, else the seconds until there will be one
-        (nothing is taken then)."""
+    def wait(self, now: float) -> float:
+        """Seconds until a token is there (0.0: one is), taking none."""
         rate = self.per_minute / SECONDS_PER_MINUTE
         elapsed = max(0.0, now - self.updated_at)
         self.tokens = min(float(self.per_minute), self.tokens + elapsed * rate)
         self.updated_at = now
-        if self.tokens >= 1.0:
+        return 0.0 if self.tokens >= 1.0 else (1.0 - self.tokens) / rate
+
+    def take(self, now: float) -> float:
+        """Take a token: 0.0 if there was one, else the seconds until there will be one
+        (nothing is taken then)."""
+        wait = self.wait(now)
+        if wait == 0.0:
             self.tokens -= 1.0
-            return 0.0
-        return (1.0 - self.tokens) / rate
+        return wait
 
 
 def retry_after_header(seconds: float) -> str:

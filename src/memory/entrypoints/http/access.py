@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memory.application.access.rate_limits import RateLimits
+from memory.application.access.rate_limits import FailedAuthentications, RateLimits
 from memory.application.access.service import AccessService
 from memory.domain.access.api_key import ApiKey
 from memory.domain.access.rate_limit import retry_after_header
@@ -135,12 +135,14 @@ class AccessControl:
         table: Callable[[], AccessTable],
         keys: Callable[[], AccessService],
         rate_limits: Callable[[], RateLimits | None],
+        failed_authentications: Callable[[], FailedAuthentications | None] = lambda: None,
     ) -> None:
         self.app = app
         self._routes = routes
         self._table = table
         self._keys = keys
         self._rate_limits = rate_limits
+        self._failed = failed_authentications
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -155,14 +157,29 @@ class AccessControl:
         if token is None:
             await _refuse(scope, receive, send, 401, "unauthenticated", "an API key is required")
             return
+        address = _client_address(scope)
         try:
-            key = await self._authenticate(token)
+            key = await self._authenticate(token, address)
         # The key store is unreachable (503, as for any route) or the key expired (401).
         except DomainError as exc:
             response = await handle_domain_error(Request(scope), exc)
             await response(scope, receive, send)
             return
+        except _TooManyFailures as exc:
+            await _refuse(
+                scope,
+                receive,
+                send,
+                429,
+                "rate_limited",
+                "too many failed authentications from this address",
+                {"Retry-After": retry_after_header(exc.wait)},
+            )
+            return
         if key is None:
+            failed = self._failed()
+            if failed is not None:
+                failed.failed(address)
             await _refuse(
                 scope, receive, send, 401, "unauthenticated", "unknown or revoked API key"
             )
@@ -206,13 +223,33 @@ class AccessControl:
         method = "GET" if scope["method"] == "HEAD" else scope["method"]
         return self._table().get((method, str(getattr(route, "path", ""))))
 
-    async def _authenticate(self, token: str) -> ApiKey | None:
+    async def _authenticate(self, token: str, address: str) -> ApiKey | None:
+        """The key (None: malformed, unknown or revoked). A key the cache does not know is
+        looked up only for an address that has failed authentications left
+        (`_TooManyFailures` otherwise)."""
         keys = self._keys()
         found = keys.cached(token)
         if not AccessService.is_miss(found):
             assert found is None or isinstance(found, ApiKey)
             return found
+        failed = self._failed()
+        wait = 0.0 if failed is None else failed.wait(address)
+        if wait > 0:
+            raise _TooManyFailures(wait)
         return await watched(lambda: keys.authenticate(token))
+
+
+class _TooManyFailures(Exception):
+    def __init__(self, wait: float) -> None:
+        super().__init__(wait)
+        self.wait = wait
+
+
+def _client_address(scope: Scope) -> str:
+    """The client's address as the server saw it (behind a reverse proxy on this machine,
+    uvicorn puts the proxy's X-Forwarded-For there; docs/security.md)."""
+    client = scope.get("client")
+    return "unknown" if not client else str(client[0])
 
 
 def _denied(

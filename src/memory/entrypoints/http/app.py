@@ -337,6 +337,7 @@ def create_app(
         table=lambda: access_table(metrics_public=state["services"].settings.metrics_public),
         keys=lambda: state["services"].access,
         rate_limits=lambda: state["services"].rate_limits,
+        failed_authentications=lambda: state["services"].failed_authentications,
     )
     app.add_middleware(BodyLimit, max_bytes=lambda: state["services"].settings.max_body_bytes)
     app.add_middleware(
