@@ -31,7 +31,7 @@ from memory.infrastructure.history.partition_locks import AdvisoryPartitionLocks
 from memory.infrastructure.history.retention import PostgresRetention
 from memory.infrastructure.history.sweep_schedule import PostgresSweepSchedule
 from memory.infrastructure.history.watermark_store import open_sweep_watermarks
-from memory.infrastructure.policy.secrets import load_cursor_key
+from memory.infrastructure.policy.secrets import load_cursor_key, load_erasure_key
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.service_log import ServiceLog
 from memory.infrastructure.settings import Settings
@@ -150,6 +150,7 @@ class HistoryRuntime:
             audit=audit if audit is not None else PostgresAuditTrail(database),
             # The org directory's cursors are signed as the policy listing's are.
             cursors=CursorCodec(load_cursor_key(database)),
+            erasure_key=load_erasure_key(database),
             observers=(
                 (HistoryMetrics(), ServiceLog(), self.last_runs)
                 if observers is None

@@ -4,6 +4,7 @@ guarantees (one transaction; a sweep embedding meanwhile writes nothing erased).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import threading
 import time
 
@@ -242,12 +243,23 @@ def test_erasures_are_audited_with_ids_or_a_sender_digest_and_counts_never_text(
         "events_deleted": 1,
         "windows_deleted": 1,
     }
+    # Keyed by this database's own secret (docs/adr/0100): a guessed name hashed without
+    # it matches nothing in the log.
+    with database.connection() as conn:
+        row = conn.execute(
+            "SELECT secret FROM policy_secrets WHERE name = 'erasure_reference'"
+        ).fetchone()
+    assert row is not None and len(bytes(row["secret"])) == 32
+    key = bytes(row["secret"])
     assert by_sender.after == {
         "by": "sender",
-        "sender_sha256": hashlib.sha256(b"acme\x00bob").hexdigest(),
+        "sender_hmac": hmac.new(key, b"acme\x00bob", hashlib.sha256).hexdigest(),
         "events_deleted": 2,
         "windows_deleted": 1,
     }
+    logged = audit_text(database)
+    assert by_sender.after["sender_hmac"] in logged
+    assert hashlib.sha256(b"acme\x00bob").hexdigest() not in logged
     assert (org.action, org.org_id, org.target) == ("org.erased", "globex", "globex")
     assert org.after == {
         "events_deleted": 4,

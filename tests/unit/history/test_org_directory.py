@@ -36,6 +36,7 @@ from memory.domain.policy.cursor import CursorCodec
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 CODEC = CursorCodec(b"k" * 32)
+ERASURE_KEY = b"e" * 32
 
 
 def field_of(excinfo: pytest.ExceptionInfo[InvalidInput]) -> str:
@@ -135,6 +136,7 @@ def service():
         default_retention_days=30,
         audit=InMemoryAuditTrail(),
         cursors=CODEC,
+        erasure_key=ERASURE_KEY,
     )
     yield svc
     svc.close()

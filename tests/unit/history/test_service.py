@@ -31,6 +31,7 @@ T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 TALK = "could you help me reset my password please"
 PARTITION = Partition("acme", "slack", "C1")
 CURSOR_KEY = b"k" * 32
+ERASURE_KEY = b"e" * 32
 
 
 class Calls:
@@ -83,6 +84,7 @@ def service(
         stored_model_id=lambda spec: spec.strip().removesuffix(":latest"),
         audit=audit,
         cursors=CursorCodec(CURSOR_KEY),
+        erasure_key=ERASURE_KEY,
         observers=(calls,),
     )
     yield svc
@@ -328,6 +330,7 @@ def test_drop_model_refuses_the_active_model_and_resets_another(
         default_retention_days=30,
         audit=InMemoryAuditTrail(),
         cursors=CursorCodec(CURSOR_KEY),
+        erasure_key=ERASURE_KEY,
     )
     try:
         assert other.sweep().windows_embedded == 2

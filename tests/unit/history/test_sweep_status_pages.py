@@ -24,6 +24,7 @@ from memory.domain.policy.cursor import CursorCodec
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 CODEC = CursorCodec(b"k" * 32)
+ERASURE_KEY = b"e" * 32
 
 
 @pytest.mark.parametrize("limit", [0, -1, PARTITION_PAGE_MAX + 1])
@@ -78,6 +79,7 @@ def service():
         default_retention_days=30,
         audit=InMemoryAuditTrail(),
         cursors=CODEC,
+        erasure_key=ERASURE_KEY,
     )
     yield svc
     svc.close()

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from memory.application.audit.ports import AuditTrail
 from memory.application.history.ports import PartitionLockFactory, WatermarkRepository
-from memory.domain.audit.admin_action import Action, Actor, AuditedChange, sender_digest
+from memory.domain.audit.admin_action import Action, Actor, AuditedChange, sender_reference
 from memory.domain.errors import InvalidInput
 from memory.domain.history.partition import Partition
 
@@ -77,8 +77,11 @@ class EraseHistory:
         *,
         audit: AuditTrail,
         active_model: str,
+        sender_key: bytes,
     ) -> None:
+        """`sender_key`: the server's key of erased-sender references (docs/adr/0100)."""
         self._store = store
+        self._sender_key = sender_key
         self._watermarks = watermarks
         self._locks = locks
         self._audit = audit
@@ -107,7 +110,10 @@ class EraseHistory:
                 report = self._store.erase_sender(org_id, by_sender)
                 return report, _erasure_change(
                     org_id,
-                    {"by": "sender", "sender_sha256": sender_digest(org_id, by_sender)},
+                    {
+                        "by": "sender",
+                        "sender_hmac": sender_reference(self._sender_key, org_id, by_sender),
+                    },
                     report,
                 )
 

@@ -124,11 +124,13 @@ class HistoryService:
         stored_model_id: Callable[[str], str] = str.strip,
         audit: AuditTrail,
         cursors: SignedCursors,
+        erasure_key: bytes,
         observers: Sequence[ServiceObserver] = (),
     ) -> None:
         """`stored_model_id` turns a model spec as operators write it into the identity
         its rows are stored under (docs/adr/0010). `cursors` signs the org directory's
-        cursors (the policy listing's codec)."""
+        cursors (the policy listing's codec). `erasure_key` keys the audit log's references
+        to erased senders (docs/adr/0100)."""
         self._ports = ports
         self._model_id = model.identity.id
         self._stored_model_id = stored_model_id
@@ -207,6 +209,7 @@ class HistoryService:
             ports.locks,
             audit=audit,
             active_model=self._model_id,
+            sender_key=erasure_key,
         )
 
     @property

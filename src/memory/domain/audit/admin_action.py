@@ -10,6 +10,7 @@ model ids (docs/security.md, "What the audit log holds").
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from dataclasses import dataclass
 from enum import StrEnum
@@ -54,11 +55,13 @@ class AuditedChange:
     org_id: str | None = None
 
 
-def sender_digest(org_id: str, sender: str) -> str:
-    """How an erasure by sender names the person in the audit log: SHA-256 of the org, a NUL
-    and the sender, in hex. It confirms a given person's erasure to whoever hashes the name
-    they were asked about, without the log naming anyone (docs/adr/0079)."""
-    return hashlib.sha256(f"{org_id}\x00{sender}".encode()).hexdigest()
+def sender_reference(key: bytes, org_id: str, sender: str) -> str:
+    """How an erasure by sender names the person in the audit log: HMAC-SHA256 under the
+    server's erasure key of the org, a NUL and the sender, in hex. Whoever holds the key
+    (the database's operator) can confirm a given person's erasure; whoever reads the log
+    without it cannot confirm a guessed name (docs/adr/0100). Entries written before it
+    carry `sender_sha256`, the unkeyed SHA-256 of the same text."""
+    return hmac.new(key, f"{org_id}\x00{sender}".encode(), hashlib.sha256).hexdigest()
 
 
 def _canonical(value: Any) -> str:
