@@ -30,6 +30,7 @@ from memory.application.embedding import (
 )
 from memory.application.history.erasure import ErasedOrg, ErasureReport
 from memory.application.history.ports import (
+    BacklogQuery,
     DueQuery,
     DueVisit,
     EmbeddedWindow,
@@ -757,16 +758,14 @@ class InMemorySweepSchedule:
                 work.waiting_since = outcome.due_at
             work.pending_windows = outcome.pending_windows
 
-    def backlog(
-        self,
-        model: str,
-        now: datetime,
-        *,
-        top: int,
-        required_flags: tuple[str, ...],
-        org_id: str | None = None,
-    ) -> SweepBacklog:
+    def backlog(self, query: BacklogQuery) -> SweepBacklog:
+        model, now, top, org_id = query.model, query.now, query.top, query.org_id
+        required_flags = query.required_flags
         waiting: dict[str, list[datetime]] = {}
+        if model not in self.models:  # every partition waits until the model registers
+            for partition in self._events.partitions(org_id):
+                if self._enabled(partition.org_id, required_flags):
+                    waiting.setdefault(partition.org_id, []).append(now)
         for (partition, m), work in self.work.items():
             if m != model or work.due_at is None or work.due_at > now:
                 continue
@@ -781,10 +780,16 @@ class InMemorySweepSchedule:
             key=lambda w: (w.waiting_since, w.org_id),
         )
         return SweepBacklog(
+            now=now,
             partitions=sum(w.partitions for w in orgs),
             orgs=len(orgs),
             oldest_since=orgs[0].waiting_since if orgs else None,
             longest=tuple(orgs[:top]),
+            others_since=orgs[top].waiting_since if len(orgs) > top else None,
+            orgs_by_age=tuple(
+                (b, sum(1 for o in orgs if o.waiting_since >= now - timedelta(seconds=b)))
+                for b in query.age_buckets
+            ),
         )
 
     def pending_windows(self, org_id: str, model: str) -> int:

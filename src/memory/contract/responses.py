@@ -357,11 +357,25 @@ class SweepTotalsBody(Answer):
     last_embedded_at: datetime | None
 
 
+class SweepWaitingBody(Answer):
+    """The org's work the sweep could do now, from the state ingest and the sweep keep
+    (ADR 0089): never a read of its partitions."""
+
+    partitions: int = Field(
+        description="Partitions with work due now: new messages, a conversation whose"
+        " 30-minute gap has elapsed, or a backlog left for the sweep's next slice."
+    )
+    oldest_age_seconds: float | None = Field(
+        description="How long the longest-waiting of them has waited (null: none waits)."
+    )
+
+
 class SweepStatusBody(Answer):
     org_id: str
     model: str
     semantic_search: bool
     totals: SweepTotalsBody
+    waiting: SweepWaitingBody
     partitions: list[PartitionStatusBody] = Field(
         description="One page of the org's partitions, in order of (provider, channel_id)."
     )

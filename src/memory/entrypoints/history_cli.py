@@ -182,6 +182,10 @@ def _status(args: argparse.Namespace) -> int:
                 # Non-zero after an upgrade until `memory history reindex` has run.
                 "full_text_rows_to_reindex": history.stale_full_text_rows(args.org_id),
                 "totals": status.totals,
+                "waiting": {
+                    "partitions": status.backlog.partitions,
+                    "oldest_age_seconds": status.backlog.oldest_age_seconds,
+                },
                 "partitions": [
                     {
                         "partition": str(s.partition),

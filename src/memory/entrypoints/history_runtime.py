@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory.application.audit.ports import AuditTrail
 from memory.application.embedding import EmbeddingModel
+from memory.application.errors import ServiceUnavailable
 from memory.application.history.ports import Clock
 from memory.application.history.retention import PurgeReport
 from memory.application.history.service import HistoryPorts, HistoryService
@@ -185,7 +186,29 @@ class HistoryRuntime:
                 "passes": dict(self.last_runs.passes),
                 "windows_embedded_total": self.last_runs.windows_embedded_total,
                 "partitions_busy_total": self.last_runs.partitions_busy_total,
+                "waiting": self._waiting(),
             },
+        }
+
+    def _waiting(self) -> dict[str, Any]:
+        """Which orgs wait for the sweep and for how long (ADR 0089): one statement over the
+        due work only. The database being away is /healthz's own answer (503), not this."""
+        try:
+            backlog = self.service.sweep_backlog()
+        except ServiceUnavailable as exc:
+            return {"error": type(exc).__name__}
+        return {
+            "partitions": backlog.partitions,
+            "orgs": backlog.orgs,
+            "oldest_age_seconds": backlog.oldest_age_seconds,
+            "longest": [
+                {
+                    "org_id": o.org_id,
+                    "partitions": o.partitions,
+                    "age_seconds": backlog.age_seconds(o.waiting_since),
+                }
+                for o in backlog.longest
+            ],
         }
 
     def request_stop(self) -> None:

@@ -198,11 +198,13 @@ def test_sweep_status_sends_its_page_and_reads_the_totals() -> None:
         "model": "hash:1024",
         "semantic_search": True,
         "totals": totals,
+        "waiting": {"partitions": 1, "oldest_age_seconds": 12.5},
         "partitions": [],
         "next_cursor": "c2",
     }
     handler, seen = scripted(httpx.Response(200, json=body))
     status = client(handler, []).sweep_status("acme", limit=2, cursor="c1")
     assert (status.totals.partitions, status.next_cursor) == (3, "c2")
+    assert status.waiting.oldest_age_seconds == 12.5
     assert seen[0].url.path == "/v1/orgs/acme/sweep"
     assert dict(seen[0].url.params) == {"limit": "2", "cursor": "c1"}

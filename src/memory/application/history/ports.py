@@ -348,6 +348,21 @@ class VisitOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class BacklogQuery:
+    """What waits at `now` for `model` (of one org, or all; orgs with one of
+    `required_flags` off in their own layer left out): the `top` orgs waiting longest by
+    name, the others counted, and how many orgs have waited at most each of `age_buckets`
+    seconds (cumulative, as Prometheus histograms count)."""
+
+    model: str
+    now: datetime
+    top: int
+    required_flags: tuple[str, ...]
+    age_buckets: tuple[float, ...] = ()
+    org_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class OrgWaiting:
     """An org with work the sweep could do now: how many partitions, waiting since when."""
 
@@ -358,18 +373,26 @@ class OrgWaiting:
 
 @dataclass(frozen=True, slots=True)
 class SweepBacklog:
-    """Work waiting now for a model, from the maintained state: due partitions, their orgs,
-    since when the oldest waits, and the `top` orgs waiting longest (oldest first)."""
+    """Work waiting at `now` for a model, from the maintained state: due partitions, their
+    orgs, since when the oldest waits, and the `top` orgs waiting longest (oldest first)."""
 
+    now: datetime
     partitions: int
     orgs: int
     oldest_since: datetime | None
     longest: tuple[OrgWaiting, ...]
+    # Since when the longest-waiting org not among `longest` waits (None: no other org).
+    others_since: datetime | None = None
+    # Per bound of the query's `age_buckets`: orgs whose oldest work waited at most that.
+    orgs_by_age: tuple[tuple[float, int], ...] = ()
 
-    def oldest_age_seconds(self, now: datetime) -> float | None:
-        if self.oldest_since is None:
-            return None
-        return max(0.0, (now - self.oldest_since).total_seconds())
+    @property
+    def oldest_age_seconds(self) -> float | None:
+        """How long the longest-waiting partition has waited (None: none waits)."""
+        return None if self.oldest_since is None else self.age_seconds(self.oldest_since)
+
+    def age_seconds(self, since: datetime) -> float:
+        return max(0.0, (self.now - since).total_seconds())
 
 
 class SweepSchedule(Protocol):
@@ -389,16 +412,8 @@ class SweepSchedule(Protocol):
         """Apply the outcomes of a slice's visits (ended by `now`), in one transaction."""
         ...
 
-    def backlog(
-        self,
-        model: str,
-        now: datetime,
-        *,
-        top: int,
-        required_flags: tuple[str, ...],
-        org_id: str | None = None,
-    ) -> SweepBacklog:
-        """What waits now (of one org, or all): cost grows with the due partitions only."""
+    def backlog(self, query: BacklogQuery) -> SweepBacklog:
+        """What waits now: one statement whose cost grows with the due partitions only."""
         ...
 
     def pending_windows(self, org_id: str, model: str) -> int:

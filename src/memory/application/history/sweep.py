@@ -41,6 +41,7 @@ from memory.application.embedding import (
     ModelUnavailable,
 )
 from memory.application.history.ports import (
+    BacklogQuery,
     ChatEventLog,
     Clock,
     DueQuery,
@@ -97,6 +98,9 @@ SLICE_PARTITIONS = 32
 VISIT_WINDOWS = 64
 # Orgs the pass' backlog names (the longest waiting); the rest are counted only.
 BACKLOG_TOP_ORGS = 5
+# Waiting ages (seconds) orgs are counted into for the metrics: a fixed number of series
+# however many orgs wait (no series names an org, docs/adr/0066).
+WAITING_AGE_BUCKETS = (60.0, 300.0, 900.0, 3600.0, 21600.0)
 # The org-layer flags that keep an org out of the sweep when turned off.
 SWEPT_ORG_FLAGS = (MODULE_FLAG, SEMANTIC_SEARCH_FLAG)
 
@@ -310,11 +314,14 @@ class Sweeper:
     def backlog(self, org_id: str | None = None) -> SweepBacklog:
         """What waits now for this sweeper's model (of one org, or all)."""
         return self._schedule.backlog(
-            self._model_id,
-            self._clock(),
-            top=BACKLOG_TOP_ORGS,
-            required_flags=SWEPT_ORG_FLAGS,
-            org_id=org_id,
+            BacklogQuery(
+                self._model_id,
+                self._clock(),
+                BACKLOG_TOP_ORGS,
+                SWEPT_ORG_FLAGS,
+                WAITING_AGE_BUCKETS,
+                org_id,
+            )
         )
 
     def _sweep_slice(

@@ -59,6 +59,7 @@ from memory.contract.responses import (
     SweepReportBody,
     SweepStatusBody,
     SweepTotalsBody,
+    SweepWaitingBody,
     WatermarkBody,
 )
 from memory.domain.access.scopes import Scope
@@ -211,6 +212,10 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
                 model=status.model,
                 semantic_search=status.semantic_search,
                 totals=_sweep_totals(status.totals),
+                waiting=SweepWaitingBody(
+                    partitions=status.backlog.partitions,
+                    oldest_age_seconds=status.backlog.oldest_age_seconds,
+                ),
                 partitions=[_partition_status(s) for s in status.partitions],
                 next_cursor=status.next_cursor,
             )

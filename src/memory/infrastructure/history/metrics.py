@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from prometheus_client import Counter, Gauge, Histogram
 
 from memory.application.history.ingest import IngestResult
+from memory.application.history.ports import SweepBacklog
 from memory.application.history.retention import PurgeReport
 from memory.application.history.sweep import SweepReport
 from memory.application.observer import ServiceCall
@@ -49,6 +50,24 @@ SWEEP_LAG_MAX = Gauge(
 )
 SWEEP_LAG_SUM = Gauge(
     "memory_history_sweep_lag_events_sum", "Unconsumed events over all swept orgs"
+)
+# Work waiting for the sweep after the last pass, from the maintained state (ADR 0089);
+# orgs are counted into waiting-age buckets (cumulative): no series names an org.
+SWEEP_WAITING_PARTITIONS = Gauge(
+    "memory_history_sweep_waiting_partitions",
+    "Partitions with work the sweep could do now, after the last pass",
+)
+SWEEP_WAITING_ORGS = Gauge(
+    "memory_history_sweep_waiting_orgs", "Orgs with work the sweep could do now"
+)
+SWEEP_WAITING_OLDEST = Gauge(
+    "memory_history_sweep_waiting_oldest_seconds",
+    "How long the longest-waiting partition has waited for the sweep",
+)
+SWEEP_ORGS_BY_WAIT = Gauge(
+    "memory_history_sweep_orgs_by_wait_seconds",
+    "Orgs with work waiting whose oldest has waited at most `le` seconds",
+    ["le"],
 )
 SEARCHES = Counter(
     "memory_history_searches_total", "History searches by semantic state", ["semantic"]
@@ -111,10 +130,21 @@ def record_sweep(
     SWEEP_OPEN_WINDOWS.set(report.windows_open)
     for reason in report.stall_reasons:
         SWEEP_STALLS.labels(reason).inc()
+    if report.backlog is not None and all_orgs:
+        record_backlog(report.backlog)
     # A stalled partition is its own alert (stalls, the model's circuit); a pass that was
     # stopped between batches did not get through, so it does not count as one.
     if all_orgs and not report.partitions_interrupted:
         SWEEP_LAST_SUCCESS.set(time.time())
+
+
+def record_backlog(backlog: SweepBacklog) -> None:
+    SWEEP_WAITING_PARTITIONS.set(backlog.partitions)
+    SWEEP_WAITING_ORGS.set(backlog.orgs)
+    SWEEP_WAITING_OLDEST.set(backlog.oldest_age_seconds or 0.0)
+    for bound, orgs in backlog.orgs_by_age:
+        SWEEP_ORGS_BY_WAIT.labels(f"{bound:g}").set(orgs)
+    SWEEP_ORGS_BY_WAIT.labels("+Inf").set(backlog.orgs)
 
 
 def record_search(state: SemanticState) -> None:

@@ -16,6 +16,7 @@ from typing import Any, cast
 from psycopg import sql
 
 from memory.application.history.ports import (
+    BacklogQuery,
     DueQuery,
     DueVisit,
     OrgWaiting,
@@ -89,18 +90,31 @@ WHERE w.org_id = o.org_id AND w.provider = o.provider
 """
 _BACKLOG = sql.SQL(
     """
-    WITH waiting AS (
-        SELECT w.org_id, count(*) AS partitions, min(w.waiting_since) AS since
-        FROM dw_sweep_work w
+    WITH due AS (
+        SELECT w.org_id, w.waiting_since AS since FROM dw_sweep_work w
         WHERE w.model = %(model)s AND w.due_at <= %(now)s AND {enabled}{org}
-        GROUP BY w.org_id
+        UNION ALL
+        -- Before a sweeper first registers the model, every partition waits (since it
+        -- first got a message): the only case that reads all of them.
+        SELECT w.org_id, w.first_ingested_at FROM dw_chat_partitions w
+        WHERE NOT EXISTS (SELECT 1 FROM dw_sweep_models WHERE model = %(model)s)
+          AND {enabled}{org}
+    ), waiting AS (
+        SELECT org_id, count(*) AS partitions, min(since) AS since FROM due GROUP BY org_id
     )
     SELECT (SELECT coalesce(sum(partitions), 0) FROM waiting) AS partitions,
            (SELECT count(*) FROM waiting) AS orgs,
            (SELECT min(since) FROM waiting) AS oldest,
            (SELECT coalesce(jsonb_agg(jsonb_build_array(org_id, partitions, since)
                                       ORDER BY since, org_id), '[]'::jsonb)
-            FROM (SELECT * FROM waiting ORDER BY since, org_id LIMIT %(top)s) t) AS longest
+            FROM (SELECT * FROM waiting ORDER BY since, org_id LIMIT %(top)s) t) AS longest,
+           (SELECT min(since) FROM (SELECT since FROM waiting ORDER BY since, org_id
+                                    OFFSET %(top)s) t) AS others,
+           (SELECT coalesce(jsonb_agg(jsonb_build_array(b, (
+                        SELECT count(*) FROM waiting
+                        WHERE since >= %(now)s - make_interval(secs => b))) ORDER BY b),
+                    '[]'::jsonb)
+            FROM unnest(%(buckets)s::float8[]) AS b) AS by_age
     """
 )
 # Before a sweeper first registers the model, every partition waits (the registration makes
@@ -168,33 +182,33 @@ class PostgresSweepSchedule:
             conn.execute(_LOCK_OUTCOMES, params)
             conn.execute(_FINISH, params)
 
-    def backlog(
-        self,
-        model: str,
-        now: datetime,
-        *,
-        top: int,
-        required_flags: tuple[str, ...],
-        org_id: str | None = None,
-    ) -> SweepBacklog:
+    def backlog(self, query: BacklogQuery) -> SweepBacklog:
+        now = query.now
         params: dict[str, Any] = {
-            "model": model,
+            "model": query.model,
             "now": now,
-            "top": top,
-            "flags": list(required_flags),
+            "top": query.top,
+            "flags": list(query.required_flags),
+            "buckets": list(query.age_buckets),
         }
-        statement = _BACKLOG.format(enabled=_ORG_ENABLED, org=_org_filter(org_id, params))
+        org = _org_filter(query.org_id, params)
+        statement = _BACKLOG.format(enabled=_ORG_ENABLED, org=org)
         with self._db.connection() as conn:
             row = conn.execute(statement, params).fetchone()
         assert row is not None
         longest = cast(list[list[Any]], row["longest"])
         return SweepBacklog(
+            now=now,
             partitions=int(cast(int, row["partitions"])),
             orgs=int(cast(int, row["orgs"])),
             oldest_since=cast(datetime | None, row["oldest"]),
             longest=tuple(
                 OrgWaiting(str(o), int(n), datetime.fromisoformat(str(since)))
                 for o, n, since in longest
+            ),
+            others_since=cast(datetime | None, row["others"]),
+            orgs_by_age=tuple(
+                (float(bound), int(n)) for bound, n in cast(list[list[Any]], row["by_age"])
             ),
         )
 

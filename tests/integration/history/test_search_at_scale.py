@@ -1,0 +1,69 @@
+"""Search does no per-partition work (issue 16 item 1): the SQL statements one semantic
+search issues do not grow with the org's partitions."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+
+from memory.domain.history.search import HistoryQuery, SemanticState
+from memory.entrypoints.history_runtime import HistoryRuntime
+
+
+@contextmanager
+def counted_statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every statement any thread sends through psycopg meanwhile (search runs its
+    full-text half in a worker thread)."""
+    seen: list[str] = []
+    lock = threading.Lock()
+    execute = psycopg.Cursor.execute
+
+    def counting(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        with lock:
+            seen.append(str(query)[:80])
+        return execute(self, query, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(psycopg.Cursor, "execute", counting)
+        yield seen
+
+
+def statements_of_a_search(runtime: HistoryRuntime, org: str, monkeypatch) -> int:
+    query = HistoryQuery("a question about the order", limit=10)
+    runtime.service.search(org, query)  # warm: first-use work is not the search's
+    with counted_statements(monkeypatch) as seen:
+        result = runtime.service.search(org, query)
+    assert result.semantic is SemanticState.ON and result.hits
+    return len(seen)
+
+
+def test_a_search_issues_as_many_statements_with_200_partitions_as_with_one(
+    make_runtime, kit, monkeypatch
+) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    for org, count in (("small", 1), ("large", 200)):
+        runtime.service.ingest(
+            org,
+            [
+                kit.message(
+                    f"{org}-{c}", c % 600, f"a question about the order {c}", channel=f"C{c}"
+                )
+                for c in range(count)
+            ],
+        )
+    runtime.service.sweep(trigger="t")
+    # Some partitions waiting again, so pending_windows has something to count.
+    runtime.service.ingest("large", [kit.message("late-1", 1000, "a question about the order")])
+    runtime.service.ingest("small", [kit.message("late-1", 1000, "a question about the order")])
+
+    small = statements_of_a_search(runtime, "small", monkeypatch)
+    large = statements_of_a_search(runtime, "large", monkeypatch)
+    # Before docs/adr/0089: 3 more per partition (watermark, read, count): 605 against 8.
+    assert large == small
+    assert runtime.service.search("large", HistoryQuery("order", limit=5)).pending_windows == 1
