@@ -8,6 +8,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
+from memory.application.history.erasure import MAX_ERASE_EVENT_IDS
 from memory.contract.input import Instant, QueryInt, QueryNumber, QueryParams, StrictBody
 from memory.domain.history.chat_event import (
     DEFAULT_DECISION,
@@ -130,7 +131,9 @@ class FlagBody(StrictBody):
 
 
 class EraseBody(StrictBody):
-    event_ids: list[str] | None = None
+    # The use case's limit, declared here too so that a body's size rules are checked
+    # before it is decoded (docs/adr/0096).
+    event_ids: list[str] | None = Field(default=None, max_length=MAX_ERASE_EVENT_IDS)
     sender: str | None = None
 
 

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import codecs
+import threading
+import time
+
 import anyio
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 from starlette.requests import Request
 
 from memory.client import InvalidRequest, MemoryClient
@@ -11,6 +15,7 @@ from memory.contract.input import Instant, QueryInt, QueryParams, StrictBody
 from memory.domain.errors import InvalidInput
 from memory.entrypoints.http.errors import RequestInvalid
 from memory.entrypoints.http.parsing import (
+    BODY_READERS,
     RequestChecks,
     parse_body,
     validate,
@@ -226,7 +231,7 @@ def test_one_422_names_the_type_errors_and_the_rules_the_well_typed_fields_break
         )
 
     assert anyio.run(run) is None
-    checks.rules(rules)
+    anyio.run(checks.rules, rules)
     # The query's rule is not checked against a value of the wrong type.
     assert seen == [{"threshold": 7.5, "limit": 3}]
     with pytest.raises(RequestInvalid) as refused:
@@ -246,11 +251,13 @@ def test_path_problems_join_the_bodys_and_rules_run_only_after_a_failure() -> No
 
     body = anyio.run(run)
     assert body is not None
-    checks.rules(lambda: pytest.fail("the use case checks its own rules when all parts passed"))
+    anyio.run(
+        checks.rules, lambda: pytest.fail("the use case checks its own rules when all parts passed")
+    )
     checks.raise_any()
 
     assert checks.path(request, OrgPath) is None
-    checks.rules(lambda: None)
+    anyio.run(checks.rules, lambda: None)
     with pytest.raises(RequestInvalid) as refused:
         checks.raise_any()
     assert [f["field"] for f in refused.value.details["fields"]] == ["org_id"]
@@ -263,7 +270,7 @@ def test_a_body_that_is_not_json_skips_the_rules() -> None:
         return await checks.body(checked_request(b"{nope"), Threshold)
 
     assert anyio.run(run) is None
-    checks.rules(lambda: pytest.fail("no values to check"))
+    anyio.run(checks.rules, lambda: pytest.fail("no values to check"))
     with pytest.raises(RequestInvalid) as refused:
         checks.raise_any()
     assert [f["field"] for f in refused.value.details["fields"]] == ["body"]
@@ -273,3 +280,95 @@ def test_the_items_of_a_list_that_pass_their_model_are_kept_by_index() -> None:
     items = [{"name": "a"}, {"name": 5}, {"name": "c"}]
     assert {i: b.name for i, b in well_typed_items(Body, items).items()} == {0: "a", 2: "c"}
     assert well_typed_items(Body, "not a list") == {}
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        # Lone surrogates written as raw UTF-8 (json.loads decodes them "surrogatepass").
+        (b'{"name": "\xed\xa0\x80"}', "lone surrogates"),
+        ('{"name": "a\\u0000"}'.encode("utf-16"), "NUL"),
+        ('{"name": "\ud800"}'.encode("utf-32", "surrogatepass"), "lone surrogates"),
+    ],
+)
+def test_unsafe_text_is_found_without_an_escape_and_in_any_encoding(
+    body: bytes, reason: str
+) -> None:
+    with pytest.raises(RequestInvalid) as caught:
+        anyio.run(parse, body)
+    (problem,) = caught.value.details["fields"]
+    assert problem["field"] == "name" and reason in problem["reason"]
+
+
+class Watched(StrictBody):
+    """Records the thread each body is validated in, and how many at once."""
+
+    name: str
+
+    @field_validator("name")
+    @classmethod
+    def _seen(cls, value: str) -> str:
+        with _lock:
+            _threads.append(threading.get_ident())
+            _running[0] += 1
+            _running[1] = max(_running[1], _running[0])
+        time.sleep(0.05)
+        with _lock:
+            _running[0] -= 1
+        return value
+
+
+_lock = threading.Lock()
+_threads: list[int] = []
+_running = [0, 0]  # now, most at once
+
+
+def test_bodies_are_read_in_worker_threads_a_few_at_a_time() -> None:
+    _threads.clear()
+    _running[:] = [0, 0]
+
+    async def many() -> int:
+        async with anyio.create_task_group() as tg:
+            for _ in range(3 * BODY_READERS):
+                tg.start_soon(parse_body, request_with(b'{"name": "ok"}'), Watched)
+            checks = RequestChecks()
+            tg.start_soon(checks.body, request_with(b'{"name": "ok"}'), Watched)
+        return threading.get_ident()
+
+    loop_thread = anyio.run(many)
+    assert len(_threads) == 3 * BODY_READERS + 1
+    assert loop_thread not in _threads
+    assert _running[1] == BODY_READERS
+
+
+def test_rules_after_a_failure_run_in_a_worker_thread() -> None:
+    checks = RequestChecks()
+    ran_in: list[int] = []
+
+    async def run() -> int:
+        await checks.body(checked_request(b'{"query": 5, "threshold": 0.5}'), Threshold)
+        await checks.rules(lambda: ran_in.append(threading.get_ident()))
+        return threading.get_ident()
+
+    loop_thread = anyio.run(run)
+    assert ran_in and ran_in != [loop_thread]
+
+
+def test_an_8_mib_array_is_refused_naming_the_field_and_its_limit() -> None:
+    hostile = b'{"events": [' + b",".join([b"0"] * 4_000_000) + b"]}"
+
+    async def ingest(body: bytes) -> IngestBody:
+        return await parse_body(request_with(body), IngestBody)
+
+    for body in (hostile, hostile.decode().encode("utf-16"), codecs.BOM_UTF8 + hostile):
+        with pytest.raises(RequestInvalid) as caught:
+            anyio.run(ingest, body)
+        assert caught.value.details["fields"] == [
+            {"field": "events", "reason": "List should have at most 1000 items"}
+        ]
+    # A body of few values is decoded and validated whole: the model's own words.
+    few = b'{"events": [' + b",".join([b"0"] * 1001) + b"]}"
+    with pytest.raises(RequestInvalid) as caught:
+        anyio.run(ingest, few)
+    (problem,) = caught.value.details["fields"]
+    assert problem["field"] == "events" and "not 1001" in problem["reason"]

@@ -61,7 +61,7 @@ def access_routes(
         checks = RequestChecks()
         body = await checks.body(request, NewKeyBody)
         valid = checks.valid
-        checks.rules(
+        await checks.rules(
             lambda: keys.check_new_key(
                 valid.get("name"),
                 valid.get("scopes"),

@@ -115,7 +115,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         checks = RequestChecks()
         org = checks.path(request, OrgPath)
         body = await checks.body(request, IngestBody)
-        checks.rules(
+        await checks.rules(
             lambda: service.check_ingest(
                 {
                     index: event.to_domain()
@@ -141,7 +141,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         checks = RequestChecks()
         org = checks.path(request, OrgPath)
         params = checks.query(request, SearchParams)
-        checks.rules(
+        await checks.rules(
             lambda: service.check_search(
                 since=checks.valid.get("since"), until=checks.valid.get("until")
             )

@@ -10,27 +10,43 @@ to a Starlette request: bodies, query strings and path parameters become contrac
 - One 422 names every failing field of a request (`RequestChecks`): its path, query string
   and body against their contract models (types, shapes), and, when one of those failed,
   the use case's rules over the fields that passed (docs/adr/0088-one-422-for-every-field.md).
+- A body is read off the event loop: the size rules its model declares are checked on its
+  bytes first (`body_scan`) when it may hold more values than any valid body, then it is
+  decoded, checked and validated in a worker thread, a few bodies at a time
+  (docs/adr/0096-request-bodies-off-the-event-loop-and-scanned-before-decoding.md).
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Annotated, Any, TypeVar
 
+import anyio
+from anyio.lowlevel import RunVar
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from starlette.requests import Request
 
 from memory.contract.input import escaped, field_label, field_problems, unsafe_text_reason
 from memory.domain.errors import InvalidInput
+from memory.entrypoints.http.body_scan import MAX_BODY_VALUES, body_shape, scan_body
 from memory.entrypoints.http.errors import RequestInvalid
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 # Python refuses to convert longer digit strings to int (sys.get_int_max_str_digits(), a guard
 # against quadratic-time conversion); a body holding one is refused before it is converted.
 JSON_INTEGER_MAX_DIGITS = 4300
+# Worker threads reading bodies at once. Decoding and validating hold the GIL, so more
+# threads would add no throughput; fewer than the default thread pool's 40 keep hostile
+# bodies queueing among themselves, never for the threads database calls run in.
+BODY_READERS = 2
+_readers: RunVar[anyio.CapacityLimiter] = RunVar("memory_body_readers")
+# Bytes counted per call while bounding a body's values: the GIL is let go between slices.
+_COUNT_SLICE_BYTES = 256 * 1024
 
 
 class _UnsafeText(Exception):
@@ -74,6 +90,66 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+async def off_the_loop(run: Callable[..., T], *args: Any) -> T:
+    """`run(*args)` in a body reader's thread (at most `BODY_READERS` at once)."""
+    try:
+        readers = _readers.get()
+    except LookupError:
+        readers = anyio.CapacityLimiter(BODY_READERS)
+        _readers.set(readers)
+    return await anyio.to_thread.run_sync(run, *args, limiter=readers)
+
+
+def read_json(raw: bytes, model: type[BaseModel]) -> Any:
+    """The JSON value of a body for `model`, or a 422: naming the field whose size rule it
+    breaks (`body_scan`, checked first when the body may hold more values than any valid
+    one), or naming the body when it is not JSON the service can read. Blocking: call it
+    in a worker thread."""
+    if _may_hold_more_values(raw, MAX_BODY_VALUES):
+        problem = scan_body(_as_utf8(raw), body_shape(model))
+        if problem is not None:
+            raise RequestInvalid([{"field": problem.field, "reason": problem.reason}])
+    return decode_json(raw)
+
+
+def _may_hold_more_values(raw: bytes, limit: int) -> bool:
+    """Whether `raw` may hold more than `limit` JSON values, counted in C a slice at a time.
+
+    Every value but the top one is an item of a list or an object; the items of a container
+    are one more than the commas between them, so there are at most as many as commas, `[`
+    and `{` together (those inside strings make this an overestimate, never an
+    underestimate; UTF-16 and UTF-32 bodies hold each of those bytes too)."""
+    values = 1
+    for start in range(0, len(raw), _COUNT_SLICE_BYTES):
+        end = start + _COUNT_SLICE_BYTES
+        values += raw.count(b",", start, end) + raw.count(b"[", start, end)
+        values += raw.count(b"{", start, end)
+        if values > limit:
+            return True
+    return False
+
+
+def _as_utf8(raw: bytes) -> bytes:
+    """The body as UTF-8 without a byte order mark, as the scan reads it; `json.loads`
+    takes UTF-16 and UTF-32 too. Undecodable bytes are left for the decoder to name."""
+    if raw[:4].count(0) == 0 and not raw.startswith(codecs.BOM_UTF8):
+        return raw
+    try:
+        return raw.decode(json.detect_encoding(raw), "surrogatepass").encode(
+            "utf-8", "surrogatepass"
+        )
+    except ValueError:
+        return raw
+
+
+def may_hold_unsafe_text(raw: bytes) -> bool:
+    """Whether decoding `raw` can give text with NUL or a lone surrogate: only through a
+    `\\u` escape, a UTF-8 sequence starting with 0xED (the surrogates' lead byte, which
+    `json.loads` decodes with "surrogatepass") or a UTF-16/32 body (which has NUL bytes).
+    A body with none of them skips the walk over its values."""
+    return b"\\u" in raw or b"\xed" in raw or b"\x00" in raw
+
+
 def decode_json(raw: bytes) -> Any:
     """The JSON value of a request body, or a 422 naming the body."""
     try:
@@ -99,14 +175,25 @@ def _checked(data: Any) -> None:
 
 
 async def parse_body(request: Request, model: type[M]) -> M:
-    data = decode_json(await request.body())
-    if not isinstance(data, dict):
-        raise RequestInvalid([{"field": "body", "reason": "must be a JSON object"}])
-    _checked(data)
+    """The body as `model`, read off the event loop, or a 422 naming the failing fields."""
+    return await off_the_loop(parsed_body, await request.body(), model)
+
+
+def parsed_body(raw: bytes, model: type[M]) -> M:
+    data = _json_object(raw, model)
+    if may_hold_unsafe_text(raw):
+        _checked(data)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise RequestInvalid(field_problems(exc)) from exc
+
+
+def _json_object(raw: bytes, model: type[BaseModel]) -> dict[str, Any]:
+    data = read_json(raw, model)
+    if not isinstance(data, dict):
+        raise RequestInvalid([{"field": "body", "reason": "must be a JSON object"}])
+    return data
 
 
 def parse_query(request: Request, model: type[M]) -> M:
@@ -172,22 +259,29 @@ class RequestChecks:
         return self._checked(model, data, keep=True)
 
     async def body(self, request: Request, model: type[M]) -> M | None:
+        """The body as `model` (read off the event loop), or None and its problems kept."""
+        return await off_the_loop(self._body, await request.body(), model)
+
+    def _body(self, raw: bytes, model: type[M]) -> M | None:
         try:
-            data = decode_json(await request.body())
-            if not isinstance(data, dict):
-                raise RequestInvalid([{"field": "body", "reason": "must be a JSON object"}])
+            data = _json_object(raw, model)
         except RequestInvalid as exc:
             self._problems.extend(exc.details["fields"])
+            # Not read (or too large to read): no rule check runs over it.
             self._typed.add("body")
             return None
         self.raw = data
-        return self._checked(model, data, keep=True)
+        return self._checked(model, data, keep=True, text=may_hold_unsafe_text(raw))
 
-    def rules(self, check: Callable[[], object]) -> None:
-        """Run a use case's rule check if an earlier part failed. Its problems on a field
-        that already has one (a rule over a value of the wrong type) are left out."""
+    async def rules(self, check: Callable[[], object]) -> None:
+        """Run a use case's rule check (in a worker thread: it may look at every item of a
+        list) if an earlier part failed. Its problems on a field that already has one (a
+        rule over a value of the wrong type) are left out."""
         if not self.failed or "body" in self._typed:
             return
+        await off_the_loop(self._rules, check)
+
+    def _rules(self, check: Callable[[], object]) -> None:
         try:
             check()
         except InvalidInput as exc:
@@ -201,9 +295,12 @@ class RequestChecks:
         if self._problems:
             raise RequestInvalid(self._problems)
 
-    def _checked(self, model: type[M], data: dict[str, Any], *, keep: bool) -> M | None:
+    def _checked(
+        self, model: type[M], data: dict[str, Any], *, keep: bool, text: bool = True
+    ) -> M | None:
         try:
-            _check_text(data, ())
+            if text:
+                _check_text(data, ())
         except _UnsafeText as exc:
             self._problems.append({"field": exc.field, "reason": exc.reason})
             self._typed.add(exc.field)

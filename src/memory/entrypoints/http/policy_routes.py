@@ -85,7 +85,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
         checks = RequestChecks()
         where = checks.query(request, NamespaceQuery)
         body = await checks.body(request, StoreBody)
-        checks.rules(lambda: service.check_store(**checks.valid))
+        await checks.rules(lambda: service.check_store(**checks.valid))
         checks.raise_any()
         assert body is not None and where is not None
         key = api_key(request.scope)
@@ -110,7 +110,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
         checks = RequestChecks()
         where = checks.query(request, NamespaceQuery)
         body = await checks.body(request, UpdateBody)
-        checks.rules(lambda: service.check_update(policy_id, **checks.valid))
+        await checks.rules(lambda: service.check_update(policy_id, **checks.valid))
         checks.raise_any()
         assert body is not None and where is not None
         key = api_key(request.scope)
@@ -136,7 +136,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
     async def list_policies(request: Request) -> Response:
         checks = RequestChecks()
         listing = checks.query(request, PolicyListing)
-        checks.rules(lambda: service.check_listing(**checks.valid))
+        await checks.rules(lambda: service.check_listing(**checks.valid))
         checks.raise_any()
         assert listing is not None
         reach = _reach(request)
@@ -181,7 +181,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
         checks = RequestChecks()
         where = checks.query(request, NamespaceQuery)
         body = await checks.body(request, SearchBody)
-        checks.rules(lambda: service.check_search(**checks.valid))
+        await checks.rules(lambda: service.check_search(**checks.valid))
         checks.raise_any()
         assert body is not None and where is not None
         reach = _reach(request)

@@ -1,0 +1,152 @@
+"""Hostile request bodies against a real `memory serve`: they are refused with a 422 naming
+the field, change nothing, and never hold up `/healthz` or another tenant's search while
+they are read (docs/adr/0096). Timings are measured by bench/bodies.py; here the
+deadline only tells "answers while hostile bodies arrive" from "waits for them"."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+from tests.conftest import AUTH_HEADERS
+
+from memory.domain.history.chat_event import MAX_EVENTS_PER_REQUEST
+
+# Before bodies were read off the event loop, one 8 MiB array held every request of the
+# process for ~18 s; an answer within this is one that did not wait for it.
+ANSWER_SECONDS = 5.0
+# How long the hostile clients keep sending.
+HOSTILE_SECONDS = 6.0
+# The default body limit (MEMORY_MAX_BODY_BYTES): every hostile body stays under it.
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+def zeros(count: int) -> bytes:
+    return b",".join([b"0"] * count)
+
+
+def array_of_events() -> bytes:
+    """~8 MiB: an events array of 4 million small items."""
+    return b'{"events": [' + zeros(4_000_000) + b"]}"
+
+
+HOSTILE: dict[str, tuple[str, str, Callable[[], bytes]]] = {
+    "8 MiB events array": ("POST", "/v1/orgs/acme/chat-events", array_of_events),
+    "4 million values under an unknown field": (
+        "POST",
+        "/v1/orgs/acme/chat-events",
+        lambda: b'{"events": [], "x": [' + zeros(4_000_000) + b"]}",
+    ),
+    "erasure of 2 million ids": (
+        "DELETE",
+        "/v1/orgs/acme/chat-events",
+        lambda: b'{"event_ids": [' + b",".join([b'"e"'] * 2_000_000) + b"]}",
+    ),
+    "8 MiB policy text with an escape": (
+        "POST",
+        "/v1/policies",
+        lambda: b'{"policy_id": "p", "content": "\\u0041' + b"a" * 8_000_000 + b'"}',
+    ),
+    "4 million levels of nesting": ("POST", "/v1/policies", lambda: b"[" * 4_000_000),
+}
+
+
+def send(client: httpx.Client, name: str) -> httpx.Response:
+    method, path, body = HOSTILE[name]
+    content = body()
+    assert len(content) <= MAX_BODY_BYTES
+    headers = {**AUTH_HEADERS, "Content-Type": "application/json"}
+    return client.request(method, path, content=content, headers=headers)
+
+
+def chat(text: str) -> dict[str, str]:
+    at = datetime.now(UTC) - timedelta(hours=1)
+    return {
+        "provider": "slack",
+        "channel_id": "C1",
+        "sender": "ali",
+        "text": text,
+        "occurred_at": at.isoformat(),
+    }
+
+
+def test_an_8_mib_array_is_refused_naming_the_field_and_changes_nothing(served: str) -> None:
+    with httpx.Client(base_url=served, timeout=60) as client:
+        refused = send(client, "8 MiB events array")
+        assert refused.status_code == 422
+        error = refused.json()["error"]
+        assert error["code"] == "validation_error"
+        assert error["details"]["fields"] == [
+            {
+                "field": "events",
+                "reason": f"List should have at most {MAX_EVENTS_PER_REQUEST} items",
+            }
+        ]
+        directory = client.get("/v1/orgs", headers=AUTH_HEADERS).json()
+        assert "acme" not in [org["org_id"] for org in directory["orgs"]]
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_each_hostile_body_is_a_4xx_naming_a_field(served: str, name: str) -> None:
+    with httpx.Client(base_url=served, timeout=60) as client:
+        refused = send(client, name)
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"]["details"]["fields"][0]["field"]
+
+
+def test_health_and_another_tenants_search_answer_while_hostile_bodies_arrive(
+    served: str,
+) -> None:
+    with httpx.Client(base_url=served, timeout=ANSWER_SECONDS, headers=AUTH_HEADERS) as client:
+        ingested = client.post(
+            "/v1/orgs/globex/chat-events", json={"events": [chat("the invoice is late again")]}
+        )
+        assert ingested.status_code == 201
+
+    stop = threading.Event()
+    hostile_answers: list[int] = []
+    failures: list[BaseException] = []
+
+    def hostile_client(names: list[str]) -> None:
+        try:
+            with httpx.Client(base_url=served, timeout=120) as client:
+                while not stop.is_set():
+                    for name in names:
+                        hostile_answers.append(send(client, name).status_code)
+        except BaseException as exc:
+            failures.append(exc)
+
+    names = sorted(HOSTILE)
+    clients = [
+        threading.Thread(target=hostile_client, args=(names,)),
+        threading.Thread(target=hostile_client, args=(names[::-1],)),
+    ]
+    for thread in clients:
+        thread.start()
+    answered: list[tuple[str, int]] = []
+    try:
+        with httpx.Client(base_url=served, timeout=ANSWER_SECONDS) as client:
+            deadline = time.monotonic() + HOSTILE_SECONDS
+            while time.monotonic() < deadline:
+                health = client.get("/healthz")
+                answered.append(("healthz", health.status_code))
+                search = client.get(
+                    "/v1/orgs/globex/history/search",
+                    params={"q": "invoice"},
+                    headers=AUTH_HEADERS,
+                )
+                answered.append(("search", search.status_code))
+                assert [hit["text"] for hit in search.json()["results"]] == [
+                    "the invoice is late again"
+                ]
+    finally:
+        stop.set()
+        for thread in clients:
+            thread.join(timeout=120)
+    assert not failures, failures
+    assert hostile_answers and set(hostile_answers) == {422}
+    assert answered and {status for _, status in answered} == {200}
