@@ -47,6 +47,7 @@ bench: setup-dev
 	$(PY) bench/full_text.py
 	$(PY) bench/org_directory.py
 	$(PY) bench/answers.py
+	$(PY) bench/bodies.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -5,6 +5,7 @@ deadline only tells "answers while hostile bodies arrive" from "waits for them".
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -15,6 +16,9 @@ import pytest
 from tests.conftest import AUTH_HEADERS
 
 from memory.domain.history.chat_event import MAX_EVENTS_PER_REQUEST
+from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
+from memory.entrypoints.http.body_scan import MAX_BODY_VALUES
+from memory.entrypoints.http.openapi import OPERATIONS
 
 # Before bodies were read off the event loop, one 8 MiB array held every request of the
 # process for ~18 s; an answer within this is one that did not wait for it.
@@ -150,3 +154,19 @@ def test_health_and_another_tenants_search_answer_while_hostile_bodies_arrive(
     assert not failures, failures
     assert hostile_answers and set(hostile_answers) == {422}
     assert answered and {status for _, status in answered} == {200}
+
+
+def test_every_route_that_takes_a_body_checks_its_size_before_decoding(served: str) -> None:
+    """Through the one place bodies are read: a route added later is covered as well."""
+    body_routes = [op for op in OPERATIONS if op.body is not None]
+    assert len(body_routes) >= 10
+    values = {"org_id": "acme", "flag": SEMANTIC_SEARCH_FLAG, "policy_id": "p"}
+    hostile = b'{"x": [' + zeros(4_000_000) + b"]}"
+    with httpx.Client(base_url=served, timeout=60, headers=AUTH_HEADERS) as client:
+        for op in body_routes:
+            path = re.sub(r"\{(\w+)\}", lambda m: values[m[1]], op.path)
+            refused = client.request(op.method, path, content=hostile)
+            assert refused.status_code == 422, (op.operation_id, refused.text)
+            assert refused.json()["error"]["details"]["fields"] == [
+                {"field": "x", "reason": f"the body holds more than {MAX_BODY_VALUES} JSON values"}
+            ], op.operation_id

@@ -176,8 +176,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         )
 
     async def sweep(request: Request) -> Response:
-        raw = await request.body()
-        body = await parse_body(request, SweepBody) if raw.strip() else SweepBody()
+        body = await parse_body(request, SweepBody, when_empty=SweepBody())
         actor = _actor(request)
         report = await watched(
             lambda: service.sweep(body.org_id, trigger="api", wait_for_locks=True, actor=actor)
@@ -321,8 +320,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         )
 
     async def purge(request: Request) -> Response:
-        raw = await request.body()
-        body = await parse_body(request, SweepBody) if raw.strip() else SweepBody()
+        body = await parse_body(request, SweepBody, when_empty=SweepBody())
         actor = _actor(request)
         report = await watched(lambda: service.purge(body.org_id, actor=actor))
         return AnswerResponse(

@@ -174,12 +174,17 @@ def _checked(data: Any) -> None:
         raise RequestInvalid([{"field": exc.field, "reason": exc.reason}]) from exc
 
 
-async def parse_body(request: Request, model: type[M]) -> M:
-    """The body as `model`, read off the event loop, or a 422 naming the failing fields."""
-    return await off_the_loop(parsed_body, await request.body(), model)
+async def parse_body(request: Request, model: type[M], *, when_empty: M | None = None) -> M:
+    """The body as `model`, read off the event loop, or a 422 naming the failing fields.
+    `when_empty`: the value of an empty (or blank) body, for a route whose body is
+    optional."""
+    return await off_the_loop(parsed_body, await request.body(), model, when_empty)
 
 
-def parsed_body(raw: bytes, model: type[M]) -> M:
+def parsed_body(raw: bytes, model: type[M], when_empty: M | None = None) -> M:
+    """`parse_body` once the bytes are in. Blocking: call it in a worker thread."""
+    if when_empty is not None and not raw.strip():
+        return when_empty
     data = _json_object(raw, model)
     if may_hold_unsafe_text(raw):
         _checked(data)
