@@ -156,3 +156,23 @@ def test_a_key_is_read_as_json_text() -> None:
 )
 def test_what_is_not_json_is_left_to_the_decoder(body: bytes) -> None:
     assert scan_body(body, INGEST) is None
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        b'{"text": "a", "sender": "s"}',  # simple members, matched whole
+        b'{ "t\\u0065xt" : "\\u0061" ,"sender":"s" }',  # escapes: read token by token
+        b'{"text": ["x"], "sender": {"a": 1}}',  # containers as values
+        b'"\\"quoted\\""',
+        b"  -1.5e3  ",
+    ],
+)
+def test_items_are_counted_alike_however_they_are_written(item: bytes) -> None:
+    def body(count: int) -> bytes:
+        return b'{"events": [' + b",".join([item] * count) + b"]}"
+
+    assert scan_body(body(MAX_EVENTS_PER_REQUEST), INGEST) is None
+    assert scan_body(body(MAX_EVENTS_PER_REQUEST + 1), INGEST) == SizeProblem(
+        "events", f"List should have at most {MAX_EVENTS_PER_REQUEST} items"
+    )

@@ -50,9 +50,19 @@ _ESCAPES_PER_STEP = 4096
 _TOKEN = re.compile(rb'[ \t\n\r]*+(?:([{\[])|([}\]])|(,)|(:)|(")|([^ \t\n\r{}\[\],:"]++))')
 _OPEN, _CLOSE, _COMMA, _COLON, _STRING, _SCALAR = range(1, 7)
 _ESCAPE_RUN = re.compile(rb'(?:\\.[^"\\]*+){1,%d}+' % _ESCAPES_PER_STEP, re.DOTALL)
+# The common case in one match: an object member whose key has no escape and whose value is
+# a scalar or a string without escapes, or such a list item, with the comma or bracket after
+# it. Groups: 1 key (empty for an item), 2 string value, 3 scalar value, 4 what follows.
+_MEMBER = re.compile(
+    rb'[ \t\n\r]*+"([^"\\]*+)"[ \t\n\r]*+:[ \t\n\r]*+'
+    rb'(?:"([^"\\]*+)"|([^ \t\n\r{}\[\],:"]++))[ \t\n\r]*+([,}])'
+)
+_ITEM = re.compile(rb'[ \t\n\r]*+()(?:"([^"\\]*+)"|([^ \t\n\r{}\[\],:"]++))[ \t\n\r]*+([,\]])')
 
 # What the scanner expects next.
 _VALUE, _KEY, _KEY_OR_END, _AFTER_KEY, _AFTER_VALUE, _VALUE_OR_END = range(6)
+# When `_MEMBER` (in an object) or `_ITEM` (in a list) may match, by `_Frame.is_object`.
+_SIMPLE_NEXT = {True: (_KEY, _KEY_OR_END), False: (_VALUE, _VALUE_OR_END)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +178,22 @@ class _Scan:
         expect = _VALUE
         pos = 0
         while True:
+            if stack and expect in _SIMPLE_NEXT[stack[-1].is_object]:
+                inner = stack[-1]
+                simple = (_MEMBER if inner.is_object else _ITEM).match(raw, pos)
+                if simple is not None:
+                    problem = self._simple(inner, simple)
+                    if problem is not None:
+                        return problem
+                    pos = simple.end()
+                    if simple[4] == b",":
+                        expect = _KEY if inner.is_object else _VALUE
+                        continue
+                    stack.pop()
+                    if not stack:
+                        return None
+                    expect = _AFTER_VALUE
+                    continue
             token = match(raw, pos)
             if token is None:
                 raise _NotJson
@@ -209,6 +235,37 @@ class _Scan:
                 raise _NotJson
             if expect == _AFTER_VALUE and not stack:
                 return None
+
+    def _simple(self, frame: _Frame, member: re.Match[bytes]) -> SizeProblem | None:
+        """Count a member or item `_MEMBER` or `_ITEM` matched, as `_counted` would."""
+        self.values += 1
+        where: str | int
+        if frame.is_object:
+            try:
+                key = member[1].decode()
+            except UnicodeDecodeError as exc:
+                raise _NotJson from exc
+            fields = frame.shape.fields
+            shape = ANY if fields is None else fields.get(key, ANY)
+            where = key
+        else:
+            where = frame.count
+            shape = frame.shape.items or ANY
+        if self.values > MAX_BODY_VALUES:
+            return SizeProblem(
+                self._top_field((*frame.path, where)),
+                f"the body holds more than {MAX_BODY_VALUES} JSON values",
+            )
+        if not frame.is_object:
+            frame.count += 1
+            limit = frame.shape.max_items
+            if limit is not None and frame.count > limit:
+                return SizeProblem(
+                    field_label(frame.path) or "body", f"List should have at most {limit} items"
+                )
+        if shape.max_chars is not None and member.start(2) >= 0:
+            return _string_problem(shape, (*frame.path, where), member.end(2) - member.start(2))
+        return None
 
     def _child(self, frame: _Frame | None, top: Shape) -> tuple[Shape, tuple[str | int, ...]]:
         if frame is None:
