@@ -10,6 +10,7 @@ from memory.application.history.erasure import MAX_ERASE_EVENT_IDS
 from memory.contract.access_requests import NewKeyBody
 from memory.contract.history_requests import EraseBody, IngestBody
 from memory.contract.policy_requests import StoreBody
+from memory.domain.access.scopes import Scope
 from memory.domain.history.chat_event import (
     MAX_EVENTS_PER_REQUEST,
     MAX_MESSAGE_CHARS,
@@ -78,7 +79,7 @@ def test_a_body_within_every_limit_passes() -> None:
 
 
 def test_items_of_nested_lists_are_counted_per_list() -> None:
-    scopes = ", ".join(['"history:read"'] * 6)
+    scopes = ", ".join(['"history:read"'] * (len(Scope) + 1))
     body = f'{{"name": "k", "scopes": [{scopes}]}}'.encode()
     problem = scan_body(body, body_shape(NewKeyBody))
     assert problem is not None and problem.field == "scopes"
