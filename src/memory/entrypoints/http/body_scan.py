@@ -4,7 +4,8 @@
 Decoding and validating JSON cost time in proportion to a body's values, and `json.loads`
 and pydantic hold the GIL in C while they run: an 8 MiB array of 4 million items kept the
 whole process busy for 18 s before the 1,000-event rule refused it. `scan_body` reads the
-bytes token by token against the limits the body's contract model declares (a list's
+bytes token by token (a simple object member or list item in one match) against the limits
+the body's contract model declares (a list's
 `max_length`, a string's `max_length`), a nesting depth and a budget of values for the whole
 body, and stops at the first limit broken, so that the refusal costs what the body holds up
 to that point. A body within every limit holds few enough values that decoding and
