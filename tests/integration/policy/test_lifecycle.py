@@ -163,3 +163,47 @@ def test_listing_is_newest_first_in_keyset_pages_with_filters(runtime: PolicyRun
     with pytest.raises(InvalidInput, match="after the server's clock") as err:
         service.list_policies(updated_since=since + timedelta(days=3650))
     assert err.value.field == "updated_since"
+
+
+def test_an_orgs_listing_merges_its_own_and_the_global_policies_page_by_page(
+    runtime: PolicyRuntime, policy_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = runtime.service
+    written = []
+    for i in range(12):  # interleaved in time: global, acme, globex, global, ...
+        namespace = ("global", "org:acme", "org:globex")[i % 3]
+        service.store(f"p{i}", f"policy {i}", actor=TEST_ACTOR, namespace=namespace)
+        written.append((namespace, f"p{i}"))
+    acme_sees = [p for p in reversed(written) if p[0] != "org:globex"]
+
+    statements: list[tuple[Any, dict[str, Any]]] = []
+    read_model = runtime.queries._read_model
+    run = read_model._run  # type: ignore[attr-defined]
+
+    def recorded(statement: Any, params: dict[str, Any], *args: Any) -> Any:
+        statements.append((statement, params))
+        return run(statement, params, *args)
+
+    monkeypatch.setattr(read_model, "_run", recorded)
+    listed, cursor = [], None
+    while True:
+        page = service.list_policies(limit=3, cursor=cursor, namespace="org:acme")
+        listed += [(p.namespace.text, p.policy_id) for p in page.policies]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert listed == acme_sees  # newest first, each once, never globex's
+    assert [
+        (p.namespace.text, p.policy_id) for p in service.list_policies(namespace="global").policies
+    ] == [p for p in acme_sees if p[0] == "global"]
+
+    # Each namespace's part can read the listing index in order (a table this small would
+    # be scanned instead): a page never sorts every row of the namespaces.
+    statement, params = statements[1]
+    with policy_db.connection() as conn:
+        conn.execute("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(
+            row["QUERY PLAN"]
+            for row in conn.execute(b"EXPLAIN " + statement.as_bytes(conn), params)
+        )
+    assert plan.count("policy_embeddings_namespace_updated_idx") == 2, plan

@@ -54,6 +54,10 @@ _COLUMNS = sql.SQL(
     "embedding_ref, namespace, policy_id, version, metadata, updated_at, script_group,"
     " embedding <=> %(q)s AS distance"
 )
+_LISTED = sql.SQL(
+    "SELECT embedding_ref, namespace, policy_id, version, content, metadata, model,"
+    " created_at, updated_at FROM policy_embeddings"
+)
 # Only the namespaces the reader sees (docs/adr/0102); a list parameter, so one plan serves
 # every org.
 _IN_VIEW = sql.SQL("namespace = ANY(%(namespaces)s::text[])")
@@ -190,20 +194,20 @@ class PostgresPolicyReadModel:
     def list_policies(
         self, request: ListRequest, after: ListPosition | None, timeout: float
     ) -> PolicyRows:
-        keyset = NewestFirst(["updated_at", "embedding_ref"], request.limit)
-        keyset.where(sql.SQL("model = {}").format(self._model))
-        keyset.where(_IN_VIEW, namespaces=[n.text for n in request.view])
-        keyset.where("source = %(source)s", source=request.source)
-        keyset.where("tags @> ARRAY[%(tag)s]::text[]", tag=request.tag)
-        keyset.where("updated_at >= %(since)s", since=request.updated_since)
-        keyset.after(None if after is None else [after.updated_at, after.embedding_ref])
-        statement = keyset.statement(
-            sql.SQL(
-                "SELECT embedding_ref, namespace, policy_id, version, content, metadata, model,"
-                " created_at, updated_at FROM policy_embeddings"
+        # One keyset page per namespace, each an index range of
+        # (model, namespace, updated_at, embedding_ref) read newest first, merged: a page
+        # costs the same however many policies the namespaces hold.
+        pages = [self._listing_page(request, after, i, n) for i, n in enumerate(request.view)]
+        params = {k: v for page in pages for k, v in page.params.items()}
+        statement = sql.SQL(
+            "SELECT * FROM ({pages}) AS listed"
+            " ORDER BY updated_at DESC, embedding_ref DESC LIMIT %(page_take)s"
+        ).format(
+            pages=sql.SQL(" UNION ALL ").join(
+                sql.SQL("({})").format(page.statement(_LISTED)) for page in pages
             )
         )
-        rows, more = keyset.page(self._run(statement, keyset.params, {}, timeout))
+        rows, more = pages[0].page(self._run(statement, params, {}, timeout))
         policies = [
             StoredPolicy(
                 policy_id=row["policy_id"],
@@ -219,6 +223,22 @@ class PostgresPolicyReadModel:
             for row in rows
         ]
         return PolicyRows(policies, more)
+
+    def _listing_page(
+        self,
+        request: ListRequest,
+        after: ListPosition | None,
+        index: int,
+        namespace: PolicyNamespace,
+    ) -> NewestFirst:
+        keyset = NewestFirst(["updated_at", "embedding_ref"], request.limit)
+        keyset.where(sql.SQL("model = {}").format(self._model))
+        keyset.where(f"namespace = %(namespace_{index})s", **{f"namespace_{index}": namespace.text})
+        keyset.where("source = %(source)s", source=request.source)
+        keyset.where("tags @> ARRAY[%(tag)s]::text[]", tag=request.tag)
+        keyset.where("updated_at >= %(since)s", since=request.updated_since)
+        keyset.after(None if after is None else [after.updated_at, after.embedding_ref])
+        return keyset
 
     def _run(
         self,
