@@ -60,6 +60,9 @@ class Deletion:
     namespace: PolicyNamespace = GLOBAL
 
 
+ParsedPolicy = tuple[PolicyId, PolicyContent, PolicyMetadata]
+
+
 @dataclass(frozen=True)
 class NewPolicy:
     policy_id: str
@@ -110,6 +113,18 @@ class PolicyCommands:
         """Store several new policies of one namespace in one transaction (all or none, with
         one audit record each), embedding their texts in one model call. `store` is the
         one-policy case."""
+        parsed = self._parse_many(policies)
+        deleted = self._deleted_ones(namespace, [pid for pid, _, _ in parsed])
+        vectors = self._embed([content for _, content, _ in parsed])
+        aggregates, notification_id = self._audit.record_many(
+            actor,
+            Action.POLICY_STORED,
+            partial(self._record_stores, namespace, parsed, vectors, deleted, actor),
+        )
+        searchable = self._waiter.wait(notification_id, self._wait_timeout)
+        return [self._receipt(a, searchable) for a in aggregates]
+
+    def _parse_many(self, policies: Sequence[NewPolicy]) -> list[ParsedPolicy]:
         checks = FieldChecks()
         checked = [
             checks.run(partial(self._parse_new, p, i if len(policies) > 1 else None))
@@ -120,7 +135,14 @@ class PolicyCommands:
         ids = [pid for pid, _, _ in parsed]
         if len(set(ids)) != len(ids):
             raise InvalidInput("policies", "the same policy_id appears twice")
-        existing: dict[PolicyId, PolicyEmbedding] = {}
+        return parsed
+
+    def _deleted_ones(
+        self, namespace: PolicyNamespace, ids: Sequence[PolicyId]
+    ) -> dict[PolicyId, PolicyEmbedding]:
+        """The deleted policies among `ids` (stored again on their aggregate); 409 for one
+        that exists."""
+        deleted: dict[PolicyId, PolicyEmbedding] = {}
         for pid in ids:
             aggregate = self._log.get(PolicyAddress(namespace, pid))
             if aggregate is None:
@@ -131,41 +153,48 @@ class PolicyCommands:
                     f"PUT /v1/policies/{pid}",
                     details={"policy_id": str(pid), "namespace": namespace.text},
                 )
-            existing[pid] = aggregate
-        vectors = self._embed([content for _, content, _ in parsed])
+            deleted[pid] = aggregate
+        return deleted
 
-        def record() -> tuple[tuple[list[PolicyEmbedding], int], list[AuditedChange]]:
-            aggregates = []
-            for (pid, content, metadata), vector in zip(parsed, vectors, strict=True):
-                deleted = existing.get(pid)
-                if deleted is None:
-                    address = PolicyAddress(namespace, pid)
-                    aggregates.append(
-                        PolicyEmbedding.store(
-                            address, content, metadata, self._model.identity, vector, actor=actor
-                        )
+    def _record_stores(
+        self,
+        namespace: PolicyNamespace,
+        parsed: Sequence[ParsedPolicy],
+        vectors: Sequence[EmbeddingVector],
+        deleted: dict[PolicyId, PolicyEmbedding],
+        actor: Actor,
+    ) -> tuple[tuple[list[PolicyEmbedding], int], list[AuditedChange]]:
+        """The stores' events, saved in the audit trail's transaction, and their records."""
+        aggregates = []
+        for (pid, content, metadata), vector in zip(parsed, vectors, strict=True):
+            again = deleted.get(pid)
+            if again is None:
+                aggregates.append(
+                    PolicyEmbedding.store(
+                        PolicyAddress(namespace, pid),
+                        content,
+                        metadata,
+                        self._model.identity,
+                        vector,
+                        actor=actor,
                     )
-                else:
-                    # A deleted id starts a new history on the same aggregate (docs/adr/0063).
-                    deleted.store_again(
-                        content, metadata, self._model.identity, vector, actor=actor
-                    )
-                    aggregates.append(deleted)
-            try:
-                notification_id = self._log.save(*aggregates)
-            except RecordConflict:
-                raise AlreadyExists(
-                    "a policy with this id was stored concurrently",
-                    details={"policy_ids": [str(pid) for pid in ids]},
-                ) from None
-            return (aggregates, notification_id), [
-                _audited(a, before=None if a.version == 1 else {"version": a.version - 1})
-                for a in aggregates
-            ]
-
-        aggregates, notification_id = self._audit.record_many(actor, Action.POLICY_STORED, record)
-        searchable = self._waiter.wait(notification_id, self._wait_timeout)
-        return [self._receipt(a, searchable) for a in aggregates]
+                )
+            else:
+                # A deleted id starts a new history on the same aggregate (docs/adr/0063).
+                again.store_again(content, metadata, self._model.identity, vector, actor=actor)
+                aggregates.append(again)
+        try:
+            notification_id = self._log.save(*aggregates)
+        except RecordConflict:
+            raise AlreadyExists(
+                "a policy with this id was stored concurrently",
+                details={"policy_ids": [str(pid) for pid, _, _ in parsed]},
+            ) from None
+        audited = [
+            _audited(a, before=None if a.version == 1 else {"version": a.version - 1})
+            for a in aggregates
+        ]
+        return (aggregates, notification_id), audited
 
     def update(
         self,

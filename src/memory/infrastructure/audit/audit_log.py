@@ -63,7 +63,7 @@ class PostgresAuditTrail:
     ) -> T:
         with self._db.transaction() as conn:
             result, audited = change()
-            self._append(conn, AdminAction.record(actor, action, audited))
+            self._append(conn, [AdminAction.record(actor, action, audited)])
         return result
 
     def record_many(
@@ -71,18 +71,25 @@ class PostgresAuditTrail:
     ) -> T:
         with self._db.transaction() as conn:
             result, audited = change()
-            for one in audited:
-                self._append(conn, AdminAction.record(actor, action, one))
+            if audited:
+                self._append(conn, [AdminAction.record(actor, action, a) for a in audited])
         return result
 
-    def _append(self, conn: Connection, entry: AdminAction) -> None:
-        stored = [self._mapper.to_stored_event(e) for e in entry.collect_events()]
-        (notification_id,) = self._appender.append(conn, stored)
-        conn.execute(
-            "INSERT INTO audit_log (notification_id, originator_id, recorded_at, org_id,"
-            " action) VALUES (%s, %s, %s, %s, %s)",
-            (notification_id, entry.id, entry.created_on, entry.org_id, entry.action),
-        )
+    def _append(self, conn: Connection, entries: list[AdminAction]) -> None:
+        """One append (one table lock, one NOTIFY) and one index insert for all of them."""
+        stored = [
+            self._mapper.to_stored_event(e) for entry in entries for e in entry.collect_events()
+        ]
+        notification_ids = self._appender.append(conn, stored)
+        with conn.cursor() as curs:
+            curs.executemany(
+                "INSERT INTO audit_log (notification_id, originator_id, recorded_at, org_id,"
+                " action) VALUES (%s, %s, %s, %s, %s)",
+                [
+                    (notification_id, entry.id, entry.created_on, entry.org_id, entry.action)
+                    for notification_id, entry in zip(notification_ids, entries, strict=True)
+                ],
+            )
 
     def entries(self, query: AuditQuery) -> AuditPage:
         keyset = NewestFirst(["a.notification_id"], query.limit)
