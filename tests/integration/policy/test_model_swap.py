@@ -13,6 +13,7 @@ from memory.application.policy.commands import NewPolicy
 from memory.application.policy.ports import ProjectionBusy
 from memory.domain.errors import NotFound
 from memory.domain.policy.content import content_sha256
+from memory.domain.policy.namespace import PolicyNamespace
 from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.policy.indexes import has_hnsw_index
 from memory.infrastructure.policy.model_admin import PolicyModelAdmin
@@ -169,3 +170,38 @@ def test_reembed_refuses_while_that_model_projects_elsewhere(
 ) -> None:
     with pytest.raises(ProjectionBusy, match="another process"):
         reembed(policy_db, runtime.model, runtime.log)
+
+
+def test_reembed_keeps_each_policy_in_its_namespace(
+    runtime: PolicyRuntime, policy_db: Database, test_model: Any
+) -> None:
+    """A replay writes every namespace's rows, an org's policy under its org even when the
+    replay starts from its `ContentUpdated` (the earlier text is skipped)."""
+    runtime.commands.store("travel", "global travel rule", actor=TEST_ACTOR)
+    acme = PolicyNamespace.of_org("acme")
+    runtime.commands.store("travel", "acme travel rule", actor=TEST_ACTOR, namespace=acme)
+    runtime.commands.update("travel", "acme travel rule, v2", actor=TEST_ACTOR, namespace=acme)
+    runtime.commands.store(
+        "own", "globex only", actor=TEST_ACTOR, namespace=PolicyNamespace("globex")
+    )
+
+    other = test_model(OTHER_MODEL)
+    reembed(policy_db, other, runtime.log)
+
+    assert sorted(other.documents) == ["acme travel rule, v2", "global travel rule", "globex only"]
+    with policy_db.connection() as conn:
+        rows = conn.execute(
+            "SELECT model, namespace, policy_id, version, content FROM policy_embeddings"
+            " ORDER BY model, namespace, policy_id"
+        ).fetchall()
+    expected = [
+        ("global", "travel", 1, "global travel rule"),
+        ("org:acme", "travel", 2, "acme travel rule, v2"),
+        ("org:globex", "own", 1, "globex only"),
+    ]
+    for model in ("hash:384", OTHER_MODEL):
+        assert [
+            (r["namespace"], r["policy_id"], r["version"], r["content"])
+            for r in rows
+            if r["model"] == model
+        ] == expected, model
