@@ -14,6 +14,8 @@ a sample. Measured:
   recall@10 of HNSW against the exact answer;
 - store throughput over HTTP (sequential and concurrent), and the projector's throughput;
 - store-to-searchable lag: from the commit of a write to its row answering over HTTP;
+- search once orgs have policies of their own (docs/adr/0102): in the global namespace and
+  in one org's (global rows and its own), over the global rows plus `--org-policies` more;
 - the same search with the local model (`local:multilingual-e5-small`), with the share of the
   server's time spent embedding the query (from the `Server-Timing` header).
 
@@ -43,6 +45,7 @@ from tqdm import tqdm
 
 from memory.application.policy.commands import NewPolicy, PolicyCommands
 from memory.domain.audit.admin_action import Actor
+from memory.domain.policy.namespace import PolicyNamespace
 from memory.entrypoints.serve_process import served
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
@@ -232,6 +235,30 @@ def _audited_commands(database_url: str, model: Any) -> Iterator[PolicyCommands]
         database.close()
 
 
+def org_load(database_url: str, count: int, orgs: int, seed: int) -> float:
+    """Store `count` policies spread over `orgs` orgs' own namespaces (docs/adr/0102), one
+    batch per org. Returns the seconds it took."""
+    rng = random.Random(seed)
+    per_org = count // orgs
+    started = time.perf_counter()
+    with (
+        _audited_commands(database_url, HashEmbeddingModel(384)) as commands,
+        tqdm(total=per_org * orgs, desc="load org policies", unit="policy", file=sys.stderr) as bar,
+    ):
+        for org in range(orgs):
+            commands.store_many(
+                [policy(i, rng, "o") for i in range(per_org)],
+                actor=BENCH_ACTOR,
+                namespace=PolicyNamespace.of_org(org_name(org)),
+            )
+            bar.update(per_org)
+    return time.perf_counter() - started
+
+
+def org_name(index: int) -> str:
+    return f"org-{index:03d}"
+
+
 def _load(
     commands: PolicyCommands, model: Any, count: int, batch: int, seed: int, prefix: str
 ) -> float:
@@ -301,17 +328,25 @@ class SearchRun:
 
 
 def timed_searches(
-    client: httpx.Client, queries: Sequence[str], label: str, **body: Any
+    client: httpx.Client,
+    queries: Sequence[str],
+    label: str,
+    *,
+    namespace: str | None = None,
+    **body: Any,
 ) -> SearchRun:
-    """Sequential searches after a warm-up."""
+    """Sequential searches after a warm-up (in `namespace`, else the admin key's: global)."""
+    params = {} if namespace is None else {"namespace": namespace}
     for query in queries[:WARMUP_QUERIES]:
-        client.post("/v1/policies/search", json={"query": query, **body}).raise_for_status()
+        client.post(
+            "/v1/policies/search", params=params, json={"query": query, **body}
+        ).raise_for_status()
     run = SearchRun()
     for query in tqdm(
         queries[WARMUP_QUERIES:], desc=label, unit="query", file=sys.stderr, leave=False
     ):
         started = time.perf_counter()
-        response = client.post("/v1/policies/search", json={"query": query, **body})
+        response = client.post("/v1/policies/search", params=params, json={"query": query, **body})
         run.latencies.append((time.perf_counter() - started) * 1000)
         response.raise_for_status()
         timing = dict(
@@ -322,6 +357,39 @@ def timed_searches(
         run.shares.append(embed / (embed + db) if embed + db else 0.0)
         run.refs.append([r["embedding_ref"] for r in response.json()["results"]])
     return run
+
+
+def namespace_rows(
+    args: argparse.Namespace,
+    url: str,
+    base: str,
+    client: httpx.Client,
+    queries: Sequence[str],
+    common: dict[str, Any],
+) -> list[Row]:
+    """Searches once orgs have policies of their own beside the global ones: the global
+    namespace (only global rows qualify) and one org's (the global rows and its own)."""
+    seconds = org_load(url, args.org_policies, args.orgs, 8)
+    wait_caught_up(base, "projector catch-up (org policies)")
+    total = args.policies + args.org_policies
+    own = args.org_policies // args.orgs
+    org = org_name(args.orgs // 2)
+    return [
+        Row(
+            f"load {args.org_policies} org policies ({args.orgs} orgs, command API)",
+            "policies/s",
+            args.org_policies / seconds,
+            note=f"{seconds:.1f} s; then projected by the running server",
+        ),
+        search_row(
+            f"search, HNSW, namespace global ({args.policies} of {total} rows)",
+            timed_searches(client, queries, "hnsw global", namespace="global", **common),
+        ),
+        search_row(
+            f"search, HNSW, namespace org:{org} (global + {own} own, of {total} rows)",
+            timed_searches(client, queries, "hnsw org", namespace=f"org:{org}", **common),
+        ),
+    ]
 
 
 def search_row(case: str, run: SearchRun | list[float], note: str = "") -> Row:
@@ -433,7 +501,7 @@ def run_in_process(args: argparse.Namespace) -> str:
         queries = [query_text(rng) for _ in range(args.queries + WARMUP_QUERIES)]
         source_filter = {"source": SOURCES[3]}
         combined_filter = {"source": SOURCES[3], "tags": {"any": TAGS[:4]}}
-        common = {"similarity_threshold": SEARCH_THRESHOLD, "limit": SEARCH_LIMIT}
+        common: dict[str, Any] = {"similarity_threshold": SEARCH_THRESHOLD, "limit": SEARCH_LIMIT}
 
         load_seconds = bulk_load(url, HashEmbeddingModel(384), args.policies, args.batch, 1)
         report.add(
@@ -481,6 +549,9 @@ def run_in_process(args: argparse.Namespace) -> str:
                 )
                 lat = timed_searches(e, queries, "exact+source", filter=source_filter, **common)
                 report.add(search_row("search, exact scan, filter source", lat))
+                if args.org_policies:
+                    for row in namespace_rows(args, url, hnsw, h, queries, common):
+                        report.add(row)
             report.add(store_throughput(hnsw, args.store_sample, 1, "http1-", 2))
             report.add(store_throughput(hnsw, args.store_sample, 8, "http8-", 3))
             report.add(store_to_searchable_lag(hnsw, url, args.lag_sample, 4))
@@ -534,7 +605,7 @@ def run_against(args: argparse.Namespace) -> str:
     report = Report()
     rng = random.Random(args.seed)
     queries = [query_text(rng) for _ in range(args.queries + WARMUP_QUERIES)]
-    common = {"similarity_threshold": SEARCH_THRESHOLD, "limit": SEARCH_LIMIT}
+    common: dict[str, Any] = {"similarity_threshold": SEARCH_THRESHOLD, "limit": SEARCH_LIMIT}
     report.add(store_throughput(args.base_url, args.policies, 8, f"bench{args.seed}-", 1))
     with httpx.Client(base_url=args.base_url, timeout=30, headers=AUTH) as client:
         run = timed_searches(client, queries, "search", **common)
@@ -566,11 +637,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="policies loaded for the local-model run (default: min(policies, 2000); 0 skips)",
     )
+    parser.add_argument(
+        "--org-policies",
+        type=int,
+        default=None,
+        help="policies of orgs' own namespaces loaded after the global searches (default: "
+        "as many as --policies; 0 skips)",
+    )
+    parser.add_argument("--orgs", type=int, default=100, help="orgs the org policies spread over")
     parser.add_argument("--no-fsync", action="store_true", help="run the cluster without fsync")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     if args.local_policies is None:
         args.local_policies = min(args.policies, 2000)
+    if args.org_policies is None:
+        args.org_policies = args.policies
     started = time.perf_counter()
     table = run_against(args) if args.base_url else run_in_process(args)
     print(
