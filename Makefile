@@ -48,6 +48,7 @@ bench: setup-dev
 	$(PY) bench/org_directory.py
 	$(PY) bench/answers.py
 	$(PY) bench/bodies.py
+	$(PY) bench/tenants.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
