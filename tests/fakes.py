@@ -598,6 +598,8 @@ class InMemoryOrgDirectory:
         self._flags = flags
         self._retention = retention
         self.visits: dict[tuple[Partition, str], tuple[PartitionVisit, datetime | None]] = {}
+        # The sweep's work state (set by InMemoryHistory, as migration 0207's table is there).
+        self.schedule: InMemorySweepSchedule | None = None
 
     def record_visit(self, visit: PartitionVisit) -> None:
         if visit.partition not in self._events.partitions(visit.partition.org_id):
@@ -615,6 +617,14 @@ class InMemoryOrgDirectory:
     def forget_org(self, org_id: str) -> None:
         for k in [k for k in self.visits if k[0].org_id == org_id]:
             del self.visits[k]
+
+    def settled(self, org_id: str, model: str, partitions: Sequence[Partition]) -> set[Partition]:
+        work = self.schedule.work if self.schedule is not None else {}
+        return {
+            p
+            for p in partitions
+            if (p, model) in work and work[(p, model)].due_at is None and p.org_id == org_id
+        }
 
     def partitions_after(
         self, org_id: str, after: PartitionKey | None, limit: int
@@ -655,18 +665,16 @@ class InMemoryOrgDirectory:
     def _row(self, org_id: str, query: OrgPageQuery) -> OrgRow:
         partitions = self._events.partitions(org_id)
         visits = [v for (p, m), v in self.visits.items() if p.org_id == org_id and m == query.model]
-        waiting = []
-        for partition in partitions:
-            found = self.visits.get((partition, query.model))
-            position = found[0].position if found else None
-            waiting += [
-                r.event.occurred_at
-                for r in self._events.rows
-                if r.event.partition(r.org_id) == partition
-                and _embeddable(r.event)
-                and r.event.occurred_at <= query.now
-                and (position is None or r.key > position)
-            ]
+        work = self.schedule.work if self.schedule is not None else {}
+        waiting = [
+            w.waiting_since
+            for (p, m), w in work.items()
+            if p.org_id == org_id
+            and m == query.model
+            and w.due_at is not None
+            and w.waiting_since is not None
+            and w.waiting_since <= query.now
+        ]
         return OrgRow(
             org_id=org_id,
             org_flags=dict(self._flags.org_values.get(org_id, {})),
@@ -676,7 +684,7 @@ class InMemoryOrgDirectory:
             open_windows=sum(v.open_windows for v, _ in visits),
             poison_windows=sum(v.poison_windows for v, _ in visits),
             poison_events=sum(v.poison_events for v, _ in visits),
-            oldest_unswept_at=min(waiting, default=None),
+            waiting_since=min(waiting, default=None),
             last_embedded_at=max((e for _, e in visits if e is not None), default=None),
             last_swept_at=max((v.at for v, _ in visits), default=None),
         )
@@ -838,6 +846,7 @@ class InMemoryHistory:
         directory = InMemoryOrgDirectory(events, flags, retention)
         schedule = InMemorySweepSchedule(events, flags)
         events.schedule = schedule
+        directory.schedule = schedule
         return cls(
             events=events,
             windows=windows,

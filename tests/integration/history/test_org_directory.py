@@ -142,8 +142,8 @@ def test_after_a_sweep_the_org_shows_its_open_and_poisoned_windows_and_lag(
     runtime.service.set_retention("quiet", 10, actor=TEST_ACTOR)
     before = {o.org_id: o for o in runtime.service.orgs().orgs}["acme"]
     assert (before.poison_windows, before.open_windows, before.last_swept_at) == (0, 0, None)
-    # Nothing swept yet: the oldest message has waited since minute 0.
-    assert before.max_lag_seconds == (now - kit.T0).total_seconds()
+    # No pass has run with the model yet: it has no work state to wait in (docs/adr/0093).
+    assert before.max_lag_seconds is None
 
     runtime.model.reject_marker = "POISON"  # type: ignore[attr-defined]
     report = runtime.service.sweep(trigger="test")
@@ -159,8 +159,8 @@ def test_after_a_sweep_the_org_shows_its_open_and_poisoned_windows_and_lag(
     assert (acme.open_windows, acme.poison_windows, acme.poison_events) == (1, 1, 1)
     assert acme.last_embedded_at == now
     assert acme.last_swept_at == now
-    # Only the still-open conversation waits; the impossible row is never counted.
-    assert acme.max_lag_seconds == pytest.approx(5 * 60)
+    # Only the still-open conversation waits, and it is not due before its gap elapses.
+    assert acme.max_lag_seconds is None
     assert (quiet.org_id, quiet.partitions, quiet.max_lag_seconds) == ("quiet", 0, None)
     assert quiet.last_swept_at is None
     # The org's own status shows the same per partition.
@@ -173,6 +173,9 @@ def test_after_a_sweep_the_org_shows_its_open_and_poisoned_windows_and_lag(
     # nothing at all: docs/adr/0089.)
     clock.advance(minutes=10)
     runtime.service.ingest("acme", [kit.message("k1", open_minute - 40, "ok", channel="C3")])
+    clock.advance(minutes=1)
+    # Work ready now has waited since its ingest, a minute ago, until a pass takes it.
+    assert runtime.service.orgs().orgs[0].max_lag_seconds == pytest.approx(60)
     runtime.service.sweep(trigger="test")
     acme = runtime.service.orgs().orgs[0]
     assert (acme.last_embedded_at, acme.last_swept_at) == (now, clock())

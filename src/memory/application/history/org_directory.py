@@ -105,8 +105,8 @@ class OrgDirectory:
     def _summary(self, row: OrgRow, global_values: dict[str, bool], now: datetime) -> OrgSummary:
         layers = FlagLayers(global_values, row.org_flags)
         lag = None
-        if row.oldest_unswept_at is not None:
-            lag = max(0.0, (now - row.oldest_unswept_at).total_seconds())
+        if row.waiting_since is not None:
+            lag = max(0.0, (now - row.waiting_since).total_seconds())
         return OrgSummary(
             org_id=row.org_id,
             semantic_search=layers.semantic_search,

@@ -251,8 +251,9 @@ class OrgPageQuery:
 
 @dataclass(frozen=True, slots=True)
 class OrgRow:
-    """One org of a directory page, as stored. `oldest_unswept_at`: the oldest embeddable
-    message after its partition's watermark, across the org's partitions (None: none)."""
+    """One org of a directory page, as stored. `waiting_since`: since when the org's oldest
+    work the sweep could do now has waited (the sweep's work state, docs/adr/0089; None:
+    nothing waits, or no sweep has run with the model yet)."""
 
     org_id: str
     org_flags: dict[str, bool]
@@ -262,7 +263,7 @@ class OrgRow:
     open_windows: int
     poison_windows: int
     poison_events: int
-    oldest_unswept_at: datetime | None
+    waiting_since: datetime | None
     last_embedded_at: datetime | None
     last_swept_at: datetime | None
 
@@ -306,6 +307,11 @@ class OrgDirectoryStore(Protocol):
     ) -> list[Partition]:
         """Up to `limit` partitions of the org after `after` (None: from the first), in the
         order of (provider, channel id): one index range, whatever the org's size."""
+        ...
+
+    def settled(self, org_id: str, model: str, partitions: Sequence[Partition]) -> set[Partition]:
+        """Those of `partitions` (of the org) whose work state for `model` says nothing waits:
+        their status needs no read of their messages. One statement for the page."""
         ...
 
     def sweep_totals(self, org_id: str, model: str) -> SweepTotals:

@@ -81,7 +81,9 @@ class SweepStatus:
 
     def __call__(self, org_id: str, listing: PartitionListing) -> PartitionStatusPage:
         """Totals are one row and the page one index range: the cost is the page's, however
-        many partitions the org has (each row still reads its watermark and next batch)."""
+        many partitions the org has. Each row reads its watermark; only a partition the
+        sweep's work state says has work waiting also reads its next batch and counts its
+        lag (one settled has none: the state the sweep itself acts on, docs/adr/0093)."""
         fingerprint = partition_fingerprint(org_id)
         after = None
         if listing.cursor is not None:
@@ -94,27 +96,31 @@ class SweepStatus:
         if len(found) > listing.limit:
             last = PartitionKey(page[-1].provider, page[-1].channel_id)
             next_cursor = self._cursors.seal(partition_payload(last, fingerprint))
+        settled = self._directory.settled(org_id, self._model_id, page)
         return PartitionStatusPage(
-            partitions=[self._status(p) for p in page],
+            partitions=[self._status(p, settled=p in settled) for p in page],
             totals=self._directory.sweep_totals(org_id, self._model_id),
             next_cursor=next_cursor,
         )
 
-    def _status(self, partition: Partition) -> PartitionStatus:
+    def _status(self, partition: Partition, *, settled: bool) -> PartitionStatus:
         watermark: SweepWatermark = self._watermarks.get(partition, self._model_id)
         mark = watermark.mark
-        now = self._clock()
-        read = self._next_read(partition, mark)
-        planned = plan(read, now=now, budget=self._budget)
-        closed = planned.closed
-        age = (now - closed[0].last.occurred_at).total_seconds() if closed else None
+        lag, age, open_windows = 0, None, 0
+        if not settled:
+            now = self._clock()
+            planned = plan(self._next_read(partition, mark), now=now, budget=self._budget)
+            closed = planned.closed
+            age = (now - closed[0].last.occurred_at).total_seconds() if closed else None
+            lag = self._events.count_unconsumed(partition, mark)
+            open_windows = planned.open_windows
         return PartitionStatus(
             partition=partition,
             model=self._model_id,
             mark=mark,
-            lag_events=self._events.count_unconsumed(partition, mark),
+            lag_events=lag,
             oldest_closed_window_age_seconds=age,
-            open_windows=planned.open_windows,
+            open_windows=open_windows,
             windows_embedded=watermark.windows_embedded,
             windows_skipped=watermark.windows_skipped,
             poison_windows=list(watermark.poison_windows),

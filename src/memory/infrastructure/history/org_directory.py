@@ -4,13 +4,15 @@ state, written at the end of each visit) and `dw_org_sweep_totals` (its sums per
 model, kept by triggers), migrations 0206 and 0210, docs/adr/0070 and 0093.
 
 A page is one statement: the page's org ids by primary key, then per org a handful of index
-probes (its flags, retention and totals, and per partition the oldest message after its
-watermark, the one figure not maintained yet). The sweep status reads an org's totals in one
-row and its partitions a keyset page at a time.
+probes (its flags, retention, totals, and the oldest waiting work in the sweep's work state,
+migrations 0207 and 0211). Its cost grows with the page's orgs, never with their partitions
+or messages. The sweep status reads an org's totals in one row and its partitions a keyset
+page at a time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -20,9 +22,7 @@ from memory.application.history.ports import OrgPageQuery, OrgRow, PartitionVisi
 from memory.domain.history.org_directory import prefix_range
 from memory.domain.history.partition import Partition
 from memory.domain.history.partition_listing import PartitionKey
-from memory.domain.time_range import AcceptedTimeRange
 from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
-from memory.infrastructure.history.sql_filters import EMBEDDABLE
 from memory.infrastructure.postgres.database import Database
 
 # dw_orgs.org_id is COLLATE "C" (pages in byte order); the other tables' org_id has the
@@ -43,7 +43,9 @@ _PAGE = sql.SQL(
          FROM org_feature_flags f WHERE f.org_id = p.org_id COLLATE "default") AS org_flags,
         (SELECT r.retention_days FROM dw_org_retention r
          WHERE r.org_id = p.org_id COLLATE "default") AS retention_days,
-        waiting.oldest_unswept_at,
+        (SELECT min(w.waiting_since) FROM dw_sweep_work w
+         WHERE w.org_id = p.org_id COLLATE "default" AND w.model = %(model)s
+           AND w.due_at IS NOT NULL AND w.waiting_since <= %(now)s) AS waiting_since,
         coalesce(t.open_windows, 0) AS open_windows,
         coalesce(t.poison_windows, 0) AS poison_windows,
         coalesce(t.poison_events, 0) AS poison_events,
@@ -52,30 +54,6 @@ _PAGE = sql.SQL(
     FROM page p
     LEFT JOIN dw_org_sweep_totals t
         ON t.org_id = p.org_id COLLATE "default" AND t.model = %(model)s
-    CROSS JOIN LATERAL (
-        SELECT min(next.occurred_at) AS oldest_unswept_at
-        FROM dw_chat_partitions cp
-        LEFT JOIN dw_sweep_partition_state s
-            ON s.org_id = cp.org_id AND s.provider = cp.provider
-           AND s.external_channel_id = cp.external_channel_id AND s.model = %(model)s
-        LEFT JOIN LATERAL (
-            SELECT e.occurred_at FROM dw_chat_events e
-            WHERE e.org_id = cp.org_id AND e.provider = cp.provider
-              AND e.external_channel_id = cp.external_channel_id
-              -- A plain lower bound on occurred_at: with the channel's equalities it is
-              -- where the timeline index starts. Without it the planner read the
-              -- (org_id, occurred_at) index and walked every other channel's backlog (33
-              -- ms against 0.6 ms with 200,000 messages waiting in another channel of
-              -- the org, docs/adr/0070); the row compare is exact.
-              AND e.occurred_at >= coalesce(s.position_at, %(earliest)s)
-              AND (e.occurred_at, e.event_id)
-                  > (coalesce(s.position_at, %(earliest)s), coalesce(s.position_event_id, ''))
-              AND e.occurred_at <= %(now)s AND {embeddable}
-            ORDER BY e.org_id, e.provider, e.external_channel_id, e.occurred_at, e.event_id
-            LIMIT 1
-        ) next ON TRUE
-        WHERE cp.org_id = p.org_id COLLATE "default"
-    ) waiting
     ORDER BY p.org_id
     """
 )
@@ -122,6 +100,17 @@ _PARTITIONS = sql.SQL(
 _PARTITIONS_AFTER = sql.SQL(
     "AND (org_id, provider, external_channel_id) > (%(org_id)s, %(provider)s, %(channel_id)s)"
 )
+
+# The page's partitions whose work state (migration 0207) says the sweep has nothing to do:
+# primary-key probes of dw_sweep_work, one per partition of the page.
+_SETTLED = """
+SELECT w.provider, w.external_channel_id
+FROM unnest(%(providers)s::text[], %(channels)s::text[]) AS page(provider, channel)
+JOIN dw_sweep_work w
+  ON w.org_id = %(org_id)s AND w.provider = page.provider
+ AND w.external_channel_id = page.channel AND w.model = %(model)s
+WHERE w.due_at IS NULL
+"""
 
 # Two primary-key probes: the org's counts (0206, 0210) and its sweep totals for the model.
 _TOTALS = """
@@ -193,6 +182,17 @@ class PostgresOrgDirectory:
             rows = conn.execute(_PARTITIONS.format(after=keyset), params).fetchall()
         return [Partition(org_id, str(r["provider"]), str(r["external_channel_id"])) for r in rows]
 
+    def settled(self, org_id: str, model: str, partitions: Sequence[Partition]) -> set[Partition]:
+        params = {
+            "org_id": org_id,
+            "model": model,
+            "providers": [p.provider for p in partitions],
+            "channels": [p.channel_id for p in partitions],
+        }
+        with self._db.connection() as conn:
+            rows = conn.execute(_SETTLED, params).fetchall()
+        return {Partition(org_id, str(r["provider"]), str(r["external_channel_id"])) for r in rows}
+
     def sweep_totals(self, org_id: str, model: str) -> SweepTotals:
         with self._db.connection() as conn:
             found = conn.execute(_TOTALS, {"org_id": org_id, "model": model}).fetchone()
@@ -219,7 +219,6 @@ def page_statement(query: OrgPageQuery) -> tuple[sql.Composed, dict[str, Any]]:
         "limit": query.limit,
         "model": query.model,
         "now": query.now,
-        "earliest": AcceptedTimeRange.for_stored_rows(query.now).earliest,
     }
     after = prefix = visible = sql.SQL("")
     if query.after is not None:
@@ -229,7 +228,7 @@ def page_statement(query: OrgPageQuery) -> tuple[sql.Composed, dict[str, Any]]:
         params["low"], params["high"] = prefix_range(query.prefix)
     if query.visible is not None:
         visible, params["visible"] = _VISIBLE, sorted(query.visible)
-    statement = _PAGE.format(after=after, prefix=prefix, visible=visible, embeddable=EMBEDDABLE)
+    statement = _PAGE.format(after=after, prefix=prefix, visible=visible)
     return statement, params
 
 
@@ -244,7 +243,7 @@ def _org_row(row: dict[str, Any]) -> OrgRow:
         open_windows=int(row["open_windows"]),
         poison_windows=int(row["poison_windows"]),
         poison_events=int(row["poison_events"]),
-        oldest_unswept_at=cast(datetime | None, row["oldest_unswept_at"]),
+        waiting_since=cast(datetime | None, row["waiting_since"]),
         last_embedded_at=cast(datetime | None, row["last_embedded_at"]),
         last_swept_at=cast(datetime | None, row["last_swept_at"]),
     )
