@@ -456,7 +456,10 @@ class OrgSweepSummaryBody(Answer):
     poison_windows: int
     poison_events: int
     max_lag_seconds: float | None = Field(
-        description="How long the oldest message not yet embedded has waited (null: none)."
+        description=(
+            "How long the org's oldest work ready for the sweep has waited since its ingest"
+            " (null: none, or no pass has run with the active model yet)."
+        )
     )
     last_embedded_at: datetime | None
     last_swept_at: datetime | None

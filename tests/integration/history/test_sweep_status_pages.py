@@ -229,3 +229,27 @@ def test_the_migration_counts_what_existed_before_it(make_runtime, kit) -> None:
         conn.execute("DELETE FROM memory_schema_migrations WHERE name = %s", (MIGRATION,))
     assert MIGRATION in kit.database.migrate()
     assert runtime.service.sweep_status("acme").totals == before
+
+
+def test_only_partitions_with_work_waiting_read_their_messages(
+    make_runtime, kit, clock, monkeypatch
+) -> None:
+    runtime = make_runtime()
+    kit.enable_semantic(runtime)
+    runtime.service.ingest("acme", [kit.message(f"m{c}", 0, channel=f"C{c}") for c in range(4)])
+    runtime.service.sweep(trigger="test")
+    clock.advance(minutes=1)
+    runtime.service.ingest("acme", [kit.message("late", 10, channel="C2")])
+    reads: list[str] = []
+    for name in ("read_main", "read_late", "count_unconsumed"):
+        real = getattr(runtime.events, name)
+
+        def spy(partition, *args, _real=real, **kwargs):
+            reads.append(partition.channel_id)
+            return _real(partition, *args, **kwargs)
+
+        monkeypatch.setattr(runtime.events, name, spy)
+    page = runtime.service.sweep_status("acme")
+    assert set(reads) == {"C2"}
+    lag = {s.partition.channel_id: (s.lag_events, s.windows_embedded) for s in page.partitions}
+    assert lag == {"C0": (0, 1), "C1": (0, 1), "C2": (1, 1), "C3": (0, 1)}
