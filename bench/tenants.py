@@ -265,7 +265,9 @@ def measure_org(
 
 def analyze(database: Database) -> None:
     with database.session() as conn:
-        conn.execute("VACUUM ANALYZE")
+        conn.execute(
+            "ANALYZE dw_chat_events, dw_chat_partitions, dw_message_embeddings, dw_sweep_work"
+        )
 
 
 @contextmanager
@@ -285,49 +287,49 @@ def one_org_per_size(
     texts: Sequence[str],
     args: argparse.Namespace,
 ) -> tuple[list[str], list[str]]:
+    """Each size's row is printed as soon as it is measured (a long run shows its figures
+    early); the deep org is swept before the largest size, for the throughput ratio."""
     start = datetime.now(UTC) - timedelta(days=25)
     rows, throughput = [], []
+    sizes = sorted(set(args.sizes) | ({WIDE_CHANNELS} if args.throughput else set()))
     with opened(url) as database, runtime_on(database, model) as runtime:
-        sweeps: dict[str, tuple[int, float, int]] = {}
-        for size in args.sizes:
+        deep_rate = None
+        for size in sizes:
+            if args.throughput and size == WIDE_CHANNELS:
+                deep_rate = sweep_deep(runtime, database, rng, start)
+                throughput.append(
+                    f"| {DEEP[0]} partitions x {DEEP[1]:,} windows (baseline) |"
+                    f" {deep_rate[0]:,.0f} windows/s | {deep_rate[1]} | 1.00 |"
+                )
             org = f"channels-{size}"
             ingest(runtime, org, windows(rng, org, size, 1, start), size * MESSAGES_PER_WINDOW)
             seconds, passes = sweep_all(runtime, database, org, size)
-            sweeps[org] = (size, seconds, passes)
-        if WIDE_CHANNELS not in args.sizes and args.throughput:
-            org = f"channels-{WIDE_CHANNELS}"
-            events = windows(rng, org, WIDE_CHANNELS, 1, start)
-            ingest(runtime, org, events, WIDE_CHANNELS * MESSAGES_PER_WINDOW)
-            sweeps[org] = (WIDE_CHANNELS, *sweep_all(runtime, database, org, WIDE_CHANNELS))
-        if args.throughput:
-            channels, per_channel = DEEP
-            org = f"deep-{channels}x{per_channel}"
-            total = channels * per_channel
-            ingest(
-                runtime,
-                org,
-                windows(rng, org, channels, per_channel, start),
-                total * MESSAGES_PER_WINDOW,
-            )
-            sweeps[org] = (total, *sweep_all(runtime, database, org, total))
-        analyze(database)
-        for size in args.sizes:
-            org = f"channels-{size}"
-            figures = measure_org(
-                runtime, database, model, org, f"1 org x {size:,} channels", texts, args.budget
-            )
-            rows.append(figures.row())
-        if args.throughput:
-            wide = sweeps[f"channels-{WIDE_CHANNELS}"]
-            deep = sweeps[f"deep-{DEEP[0]}x{DEEP[1]}"]
-            wide_rate, deep_rate = wide[0] / wide[1], deep[0] / deep[1]
-            throughput += [
-                f"| {DEEP[0]} partitions x {DEEP[1]:,} windows (baseline) |"
-                f" {deep_rate:,.0f} windows/s | {deep[2]} | 1.00 |",
-                f"| {WIDE_CHANNELS:,} partitions x 1 window | {wide_rate:,.0f} windows/s |"
-                f" {wide[2]} | {wide_rate / deep_rate:.2f} |",
-            ]
+            if deep_rate is not None and size == WIDE_CHANNELS:
+                rate = size / seconds
+                throughput.append(
+                    f"| {size:,} partitions x 1 window | {rate:,.0f} windows/s | {passes} |"
+                    f" {rate / deep_rate[0]:.2f} |"
+                )
+                print("\n".join(throughput), flush=True)
+            if size not in args.sizes:
+                continue
+            analyze(database)
+            label = f"1 org x {size:,} channels"
+            rows.append(measure_org(runtime, database, model, org, label, texts, args.budget).row())
+            print(rows[-1], flush=True)
     return rows, throughput
+
+
+def sweep_deep(
+    runtime: HistoryRuntime, database: Database, rng: random.Random, start: datetime
+) -> tuple[float, int]:
+    channels, per_channel = DEEP
+    org = f"deep-{channels}x{per_channel}"
+    total = channels * per_channel
+    events = windows(rng, org, channels, per_channel, start)
+    ingest(runtime, org, events, total * MESSAGES_PER_WINDOW)
+    seconds, passes = sweep_all(runtime, database, org, total)
+    return total / seconds, passes
 
 
 def many_orgs(
@@ -360,6 +362,7 @@ def many_orgs(
         f" {total / seconds:,.0f} windows/s in {passes} passes; a pass over every org with"
         f" nothing new: {every.text(p95=False)}"
     )
+    print(figures.row(), sweep_line, sep="\n", flush=True)
     return [figures.row()], sweep_line
 
 
@@ -456,12 +459,13 @@ def main() -> int:
     model = PrecomputedQueries(HashEmbeddingModel(1024), texts)
     started = time.perf_counter()
     with cluster() as new_database:
-        print("1. one org per size", flush=True)
+        print("1. one org per size", ORG_HEADER, sep="\n", flush=True)
         rows, throughput = one_org_per_size(new_database("tenants_sizes"), rng, model, texts, args)
         print(f"2. {args.orgs:,} orgs", flush=True)
         many, sweep_line = many_orgs(new_database("tenants_orgs"), rng, model, texts, args)
         print("3. a new org behind a backlog", flush=True)
         fair = fairness(new_database("tenants_fairness"), rng, model, args)
+        print(fair, flush=True)
     print()
     print(ORG_HEADER)
     print("\n".join(rows + many))
