@@ -13,8 +13,11 @@ from tests.fakes import TEST_ACTOR
 
 from memory.application.history.ports import SweepTotals
 from memory.domain.errors import InvalidInput
+from memory.domain.history.partition import Partition
 from memory.domain.history.partition_listing import PartitionKey
+from memory.domain.history.watermark import StallReason, SweepWatermark
 from memory.entrypoints.history_runtime import HistoryRuntime
+from memory.infrastructure.history.batched_watermarks import BatchedWatermarks
 from memory.infrastructure.history.org_directory import PostgresOrgDirectory
 
 MIGRATION = "0210_history_sweep_totals.sql"
@@ -253,3 +256,64 @@ def test_only_partitions_with_work_waiting_read_their_messages(
     assert set(reads) == {"C2"}
     lag = {s.partition.channel_id: (s.lag_events, s.windows_embedded) for s in page.partitions}
     assert lag == {"C0": (0, 1), "C1": (0, 1), "C2": (1, 1), "C3": (0, 1)}
+
+
+def test_a_page_of_watermarks_loads_in_one_read_as_the_library_loads_each(
+    make_runtime, kit
+) -> None:
+    runtime = make_runtime()
+    kit.enable_semantic(runtime)
+    runtime.service.ingest("acme", [kit.message(f"m{c}", 0, channel=f"C{c}") for c in range(3)])
+    runtime.service.sweep(trigger="test")
+    model = runtime.service.model_id
+    busy = Partition("acme", "slack", "C1")
+    watermark = runtime.watermarks.get(busy, model)
+    reasons = (StallReason.MODEL_UNAVAILABLE, StallReason.MODEL_MISCONFIGURED)
+    for i in range(121):  # past two snapshots (one every 50 events), then 21 events more
+        watermark.stall(reasons[i % 2])
+    runtime.watermarks.store(watermark)
+    page = [Partition("acme", "slack", f"C{c}") for c in (2, 1, 0)] + [
+        Partition("acme", "slack", "never-swept")
+    ]
+    batched = BatchedWatermarks(kit.database, runtime.watermarks)
+    reads: list[str] = []
+    monkeypatch_free = kit.database.connection
+
+    def counted():
+        reads.append("read")
+        return monkeypatch_free()
+
+    kit.database.connection = counted
+    try:
+        loaded = batched.get_many(page, model)
+    finally:
+        kit.database.connection = monkeypatch_free
+    assert len(reads) == 1
+
+    def seen(w: SweepWatermark) -> tuple[object, ...]:
+        return (
+            w.id,
+            w.version,
+            w.mark,
+            w.windows_embedded,
+            w.windows_skipped,
+            w.poison_windows,
+            w.poison_events,
+            w.is_stalled,
+            w.last_stall_reason,
+            w.last_stall_at,
+            w.last_advanced_at,
+        )
+
+    assert [seen(w) for w in loaded] == [seen(runtime.watermarks.get(p, model)) for p in page]
+    assert (loaded[1].version, loaded[1].last_stall_reason) == (
+        watermark.version,
+        StallReason.MODEL_UNAVAILABLE,
+    )
+    assert watermark.version > 120
+    assert (loaded[3].mark.position, loaded[3].windows_embedded) == (None, 0)
+    snapshots = runtime.watermarks.snapshots.recorder.events_table_name
+    taken = kit.scalar(
+        f"SELECT count(*) FROM {snapshots} WHERE originator_id = %s", (watermark.id,)
+    )
+    assert taken >= 2  # the batched read started from the latest of them

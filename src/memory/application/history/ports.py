@@ -174,6 +174,13 @@ class WatermarkRepository(Protocol):
     def store(self, watermark: SweepWatermark) -> None: ...
 
 
+class WatermarkPages(Protocol):
+    """Many partitions' watermarks at once (a page of the sweep status): what
+    `WatermarkRepository.get` answers for each, in the order asked, in one round trip."""
+
+    def get_many(self, partitions: Sequence[Partition], model: str) -> list[SweepWatermark]: ...
+
+
 class PartitionLocks(Protocol):
     def hold(self, partition: Partition, model: str) -> AbstractContextManager[bool]:
         """Exclusive right to sweep a partition for a model, held until the block ends;

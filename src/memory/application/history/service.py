@@ -39,6 +39,7 @@ from memory.application.history.ports import (
     SweepBacklog,
     SweepSchedule,
     SweepTotals,
+    WatermarkPages,
     WatermarkRepository,
     WindowEmbeddings,
 )
@@ -56,7 +57,11 @@ from memory.application.history.retention import (
 )
 from memory.application.history.search import SearchHistory
 from memory.application.history.sweep import Sweeper, SweepProgress, SweepReport
-from memory.application.history.sweep_status import PartitionStatus, SweepStatus
+from memory.application.history.sweep_status import (
+    PartitionStatus,
+    SweepStatus,
+    WatermarksOneByOne,
+)
 from memory.application.observer import Observed, ServiceObserver
 from memory.domain.audit.admin_action import Actor
 from memory.domain.errors import FieldChecks
@@ -101,6 +106,8 @@ class HistoryPorts:
     erasure: ErasureStore
     directory: OrgDirectoryStore
     schedule: SweepSchedule
+    # A status page's watermarks in one read (None: `watermarks`, one by one).
+    watermark_pages: WatermarkPages | None = None
 
 
 class HistoryService:
@@ -168,7 +175,7 @@ class HistoryService:
         )
         self._status = SweepStatus(
             events=ports.events,
-            watermarks=ports.watermarks,
+            watermarks=ports.watermark_pages or WatermarksOneByOne(ports.watermarks),
             directory=ports.directory,
             cursors=cursors,
             model=model,

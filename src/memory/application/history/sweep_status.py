@@ -4,6 +4,7 @@ read next (docs/adr/0093)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -14,6 +15,7 @@ from memory.application.history.ports import (
     Clock,
     OrgDirectoryStore,
     SweepTotals,
+    WatermarkPages,
     WatermarkRepository,
 )
 from memory.application.history.sweep import SWEEP_READ_LIMIT
@@ -60,12 +62,23 @@ class PartitionStatusPage:
     next_cursor: str | None
 
 
+class WatermarksOneByOne:
+    """`WatermarkPages` over a `WatermarkRepository`, one `get` per partition (where no
+    batched read exists: the library's in-memory persistence of the unit tests)."""
+
+    def __init__(self, watermarks: WatermarkRepository) -> None:
+        self._watermarks = watermarks
+
+    def get_many(self, partitions: Sequence[Partition], model: str) -> list[SweepWatermark]:
+        return [self._watermarks.get(p, model) for p in partitions]
+
+
 class SweepStatus:
     def __init__(
         self,
         *,
         events: ChatEventLog,
-        watermarks: WatermarkRepository,
+        watermarks: WatermarkPages,
         directory: OrgDirectoryStore,
         cursors: SignedCursors,
         model: EmbeddingModel,
@@ -97,14 +110,19 @@ class SweepStatus:
             last = PartitionKey(page[-1].provider, page[-1].channel_id)
             next_cursor = self._cursors.seal(partition_payload(last, fingerprint))
         settled = self._directory.settled(org_id, self._model_id, page)
+        watermarks = self._watermarks.get_many(page, self._model_id)
         return PartitionStatusPage(
-            partitions=[self._status(p, settled=p in settled) for p in page],
+            partitions=[
+                self._status(p, w, settled=p in settled)
+                for p, w in zip(page, watermarks, strict=True)
+            ],
             totals=self._directory.sweep_totals(org_id, self._model_id),
             next_cursor=next_cursor,
         )
 
-    def _status(self, partition: Partition, *, settled: bool) -> PartitionStatus:
-        watermark: SweepWatermark = self._watermarks.get(partition, self._model_id)
+    def _status(
+        self, partition: Partition, watermark: SweepWatermark, *, settled: bool
+    ) -> PartitionStatus:
         mark = watermark.mark
         lag, age, open_windows = 0, None, 0
         if not settled:
