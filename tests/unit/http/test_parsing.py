@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import codecs
+import json
 import threading
 import time
 
@@ -17,6 +18,7 @@ from memory.entrypoints.http.errors import RequestInvalid
 from memory.entrypoints.http.parsing import (
     BODY_READERS,
     RequestChecks,
+    _may_hold_more_values,
     parse_body,
     validate,
     well_typed_items,
@@ -372,3 +374,33 @@ def test_an_8_mib_array_is_refused_naming_the_field_and_its_limit() -> None:
         anyio.run(ingest, few)
     (problem,) = caught.value.details["fields"]
     assert problem["field"] == "events" and "not 1001" in problem["reason"]
+
+
+def json_values(value: object) -> int:
+    if isinstance(value, dict):
+        return 1 + sum(json_values(v) for v in value.values())
+    if isinstance(value, list):
+        return 1 + sum(json_values(v) for v in value)
+    return 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0",
+        '"a, [b], {c}"',
+        "[]",
+        "{}",
+        "[[], [[]], {}, [{}]]",
+        '{"a": {"b": [1, {"c": []}, "d"]}, "e": null}',
+        "[1, 2, 3, [4, 5], {}]",
+        '{"events": [{"text": "x", "sender": "s"}, {"text": "y"}]}',
+    ],
+)
+def test_the_count_that_decides_the_scan_never_counts_fewer_values_than_a_body_holds(
+    text: str,
+) -> None:
+    # A body the count takes for smaller than it is would be decoded whole, unchecked.
+    held = json_values(json.loads(text))
+    for raw in (text.encode(), text.encode("utf-16"), text.encode("utf-32")):
+        assert _may_hold_more_values(raw, held - 1)
