@@ -252,6 +252,7 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
     assert "Page 1: 2 results" in text_of(driver, "policy-explain", "Page 1")
     first_page = shown(driver, "policy-hits").text
     assert "pw-rotation" in first_page and "Password rotation" in first_page
+    assert "global" in first_page  # each hit names its namespace (docs/adr/0102)
     _click(driver, "#policy-next")
     text_of(driver, "policy-explain", "Page 2")
     assert "pw-rotation" not in shown(driver, "policy-hits").text
@@ -266,6 +267,12 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
     fill(driver, "policy-threshold", "2")
     _click(driver, "#policy-search")
     assert "similarity_threshold" in text_of(driver, "error", "422")
+    # The namespace goes with the search: a malformed one is the server's 422 naming it.
+    fill(driver, "policy-threshold", "0")
+    fill(driver, "policy-namespace", "acme")
+    _click(driver, "#policy-search")
+    assert "namespace" in text_of(driver, "error", "422")
+    fill(driver, "policy-namespace", "")
 
     # Orgs: the directory, then one org; turn its semantic search off.
     driver.get(f"{base}/console#/orgs")

@@ -185,6 +185,11 @@ def test_an_orgs_listing_merges_its_own_and_the_global_policies_page_by_page(
         return run(statement, params, *args)
 
     monkeypatch.setattr(read_model, "_run", recorded)
+    first = service.list_policies(limit=3, namespace="org:acme")
+    assert first.next_cursor is not None
+    with pytest.raises(InvalidInput) as refused:  # a cursor pages the view it came from
+        service.list_policies(limit=3, cursor=first.next_cursor, namespace="global")
+    assert refused.value.field == "cursor"
     listed, cursor = [], None
     while True:
         page = service.list_policies(limit=3, cursor=cursor, namespace="org:acme")
@@ -197,9 +202,9 @@ def test_an_orgs_listing_merges_its_own_and_the_global_policies_page_by_page(
         (p.namespace.text, p.policy_id) for p in service.list_policies(namespace="global").policies
     ] == [p for p in acme_sees if p[0] == "global"]
 
+    statement, params = statements[2]
     # Each namespace's part can read the listing index in order (a table this small would
     # be scanned instead): a page never sorts every row of the namespaces.
-    statement, params = statements[1]
     with policy_db.connection() as conn:
         conn.execute("SET LOCAL enable_seqscan = off")
         plan = "\n".join(

@@ -64,8 +64,8 @@ class Access:
 
     @classmethod
     def any_org(cls, scope: KeyScope) -> Access:
-        """The scope, whichever org the key belongs to (policies are not per org; key
-        management checks orgs in the service)."""
+        """The scope, whichever org the key belongs to; the service checks the org where
+        it is not in the path (a policy's namespace, docs/adr/0102; key management)."""
         return cls(scope)
 
     @classmethod
