@@ -231,3 +231,47 @@ def test_an_expiring_key_through_the_client(served: str) -> None:
                 brief.list_policies()
         assert expired.value.status == 401 and expired.value.code == "key_expired"
         assert isinstance(expired.value, Unauthorized)
+
+
+def test_namespaces_and_actors_through_both_clients(served: str) -> None:
+    """docs/adr/0102, 0103: `namespace=` on every policy call, each answer naming it."""
+    with MemoryClient(served, api_key=TEST_ADMIN_TOKEN) as admin:
+        acme_key = admin.create_api_key(
+            "acme policies", ["policies:read", "policies:write"], org_id="acme"
+        )
+        admin.store_policy("ns-rule", "Global rule on expense receipts.")
+        with MemoryClient(served, api_key=acme_key.secret) as acme:
+            own = acme.store_policy("ns-rule", "Acme keeps receipts for ten years.")
+            assert own.namespace == "org:acme"
+            with pytest.raises(Forbidden) as refused:
+                acme.store_policy("ns-other", "x", namespace="global")
+            assert refused.value.details == {"field": "namespace"}
+            with pytest.raises(InvalidRequest) as malformed:
+                acme.get_policy("ns-rule", namespace="acme")
+            assert [f["field"] for f in malformed.value.fields] == ["namespace"]
+            assert acme.get_policy("ns-rule").namespace == "org:acme"
+            assert acme.get_policy("ns-rule", namespace="global").namespace == "global"
+            listed = {(p.namespace, p.policy_id) for p in acme.iter_policies()}
+            assert {("org:acme", "ns-rule"), ("global", "ns-rule")} <= listed
+            hits = acme.search_policies("receipts", similarity_threshold=0.0, limit=200)
+            assert {("org:acme", "ns-rule"), ("global", "ns-rule")} <= {
+                (r.namespace, r.policy_id) for r in hits.results
+            }
+            acme.update_policy("ns-rule", "Acme keeps receipts for seven years.")
+        assert {p.namespace for p in admin.iter_policies()} == {"global"}
+        versions = admin.policy_versions("ns-rule", namespace="org:acme")
+        assert versions.namespace == "org:acme"
+        assert [(v.change, v.actor and v.actor.name) for v in versions.versions] == [
+            ("stored", "acme policies"),
+            ("content", "acme policies"),
+        ]
+
+    async def delete_as_admin() -> list[str]:
+        async with AsyncMemoryClient(served, api_key=TEST_ADMIN_TOKEN) as memory:
+            await memory.delete_policy("ns-rule", namespace="org:acme")
+            history = await memory.policy_versions("ns-rule", namespace="org:acme")
+            document = await memory.get_policy("ns-rule", namespace="org:acme")
+            assert document.namespace == "global"  # acme's is gone; the global one shows
+            return [v.actor.key_id if v.actor else "" for v in history.versions]
+
+    assert anyio.run(delete_as_admin)[-1] == "admin-token"
