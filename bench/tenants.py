@@ -60,8 +60,9 @@ from memory.infrastructure.settings import Settings
 MODEL = "hash:1024"
 ACTOR = Actor("bench", "bench/tenants.py")
 MESSAGES_PER_WINDOW = 4
-# Windows of one channel are this far apart (> the 30-minute session gap, so each closes).
-WINDOW_SPACING = timedelta(minutes=31)
+# Windows of one channel start this far apart: their last and first messages are 34 minutes
+# apart, more than the 30-minute session gap, so each is a window of its own.
+WINDOW_SPACING = timedelta(minutes=35)
 SEARCH_LIMIT = 20
 STATUS_REPEATS = 20
 DEEP = (10, 1_000)  # channels x windows: the throughput baseline
@@ -309,7 +310,7 @@ def one_org_per_size(
 ) -> tuple[list[str], list[str]]:
     """Each size's row is printed as soon as it is measured (a long run shows its figures
     early); the deep org is swept before the largest size, for the throughput ratio."""
-    start = datetime.now(UTC) - timedelta(days=25)
+    start = datetime.now(UTC) - timedelta(days=26)
     rows, throughput = [], []
     sizes = sorted(set(args.sizes) | ({WIDE_CHANNELS} if args.throughput else set()))
     with opened(url) as database, runtime_on(database, model) as runtime:
@@ -358,7 +359,7 @@ def many_orgs(
     texts: Sequence[str],
     args: argparse.Namespace,
 ) -> tuple[list[str], str]:
-    start = datetime.now(UTC) - timedelta(days=25)
+    start = datetime.now(UTC) - timedelta(days=26)
     orgs = [f"org-{i:05d}" for i in range(args.orgs)]
     total = args.orgs * CHANNELS_PER_SMALL_ORG
     with opened(url) as database, runtime_on(database, model) as runtime:
@@ -389,7 +390,7 @@ def many_orgs(
 def fairness(
     url: str, rng: random.Random, model: PrecomputedQueries, args: argparse.Namespace
 ) -> str:
-    start = datetime.now(UTC) - timedelta(days=25)
+    start = datetime.now(UTC) - timedelta(days=26)
     channels = 10
     per_channel = args.backlog // (channels * MESSAGES_PER_WINDOW)
     backlog_windows = channels * per_channel
@@ -461,9 +462,11 @@ def opened(url: str) -> Iterator[Database]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1,100,1000,10000", help="channels in one org")
-    parser.add_argument("--orgs", type=int, default=1_000, help="orgs of 10 channels")
-    parser.add_argument("--backlog", type=int, default=100_000, help="messages waiting")
+    parser.add_argument(
+        "--sizes", default="1,100,1000,10000", help="channels in one org ('': skip part 1)"
+    )
+    parser.add_argument("--orgs", type=int, default=1_000, help="orgs of 10 channels (0: skip)")
+    parser.add_argument("--backlog", type=int, default=100_000, help="messages waiting (0: skip)")
     parser.add_argument("--interval", type=float, default=2.0, help="s between sweep passes")
     parser.add_argument("--fairness-timeout", type=float, default=300.0)
     parser.add_argument("--queries", type=int, default=100)
@@ -473,31 +476,40 @@ def main() -> int:
     )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
-    args.sizes = [int(s) for s in args.sizes.split(",")]
+    args.sizes = [int(s) for s in args.sizes.split(",") if s]
     rng = random.Random(args.seed)
     texts = [" ".join(rng.sample(WORDS, 2)) for _ in range(args.queries)]
     model = PrecomputedQueries(HashEmbeddingModel(1024), texts)
     started = time.perf_counter()
+    rows, throughput, many, sweep_line, fair = [], [], [], "", ""
     with cluster() as new_database:
-        print("1. one org per size", ORG_HEADER, sep="\n", flush=True)
-        rows, throughput = one_org_per_size(new_database("tenants_sizes"), rng, model, texts, args)
-        print(f"2. {args.orgs:,} orgs", flush=True)
-        many, sweep_line = many_orgs(new_database("tenants_orgs"), rng, model, texts, args)
-        print("3. a new org behind a backlog", flush=True)
-        fair = fairness(new_database("tenants_fairness"), rng, model, args)
-        print(fair, flush=True)
+        if args.sizes:
+            print("1. one org per size", ORG_HEADER, sep="\n", flush=True)
+            rows, throughput = one_org_per_size(
+                new_database("tenants_sizes"), rng, model, texts, args
+            )
+        if args.orgs:
+            print(f"2. {args.orgs:,} orgs", flush=True)
+            many, sweep_line = many_orgs(new_database("tenants_orgs"), rng, model, texts, args)
+        if args.backlog:
+            print("3. a new org behind a backlog", flush=True)
+            fair = fairness(new_database("tenants_fairness"), rng, model, args)
+            print(fair, flush=True)
     print()
-    print(ORG_HEADER)
-    print("\n".join(rows + many))
-    print(f"\n{sweep_line}")
+    if rows or many:
+        print(ORG_HEADER)
+        print("\n".join(rows + many))
+    if sweep_line:
+        print(f"\n{sweep_line}")
     if throughput:
         print("\n| sweep throughput (hash:1024) | windows/s | passes | ratio |\n|---|---|---|---|")
         print("\n".join(throughput))
-    print(
-        "\n| another org's backlog | sweep interval | new org's first window embedded after |"
-        " backlog windows embedded by then |\n|---|---|---|---|"
-    )
-    print(fair)
+    if fair:
+        print(
+            "\n| another org's backlog | sweep interval | new org's first window embedded after |"
+            " backlog windows embedded by then |\n|---|---|---|---|"
+        )
+        print(fair)
     print(f"\n(total {time.perf_counter() - started:.0f} s, {os.cpu_count()} CPUs)")
     return 0
 
