@@ -86,6 +86,27 @@ class Latency:
         return f"{fmt_ms(self.p50)} / {fmt_ms(pct(self.samples, 0.95))}{low}"
 
 
+def interleaved(
+    runs: dict[str, Callable[[str], None]], queries: Sequence[str], budget: float
+) -> dict[str, Latency]:
+    """Each query through every run in turn, the order rotating, so that a busy machine's
+    drift weighs on all of them alike (their ratio is the figure that matters). One warm-up
+    query; stops early (at least 3 queries) once all runs together passed `budget` s."""
+    for run in runs.values():
+        run(queries[0])
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    started = time.perf_counter()
+    for i, query in enumerate(queries):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            t = time.perf_counter()
+            runs[name](query)
+            samples[name].append((time.perf_counter() - t) * 1000)
+        if i >= 2 and time.perf_counter() - started > budget:
+            break
+    return {name: Latency(values) for name, values in samples.items()}
+
+
 def fmt_ms(ms: float) -> str:
     return f"{ms / 1000:,.1f} s" if ms >= 10_000 else f"{ms:,.1f} ms"
 
@@ -250,10 +271,6 @@ def measure_org(
                 (org, MODEL, vector, SEARCH_LIMIT),
             ).fetchall()
 
-    def each(fn: Callable[[str], None]) -> Callable[[], None]:
-        queries = iter(list(texts) * 1000)
-        return lambda: fn(next(queries))
-
     def idle() -> None:
         report = runtime.service.sweep(org, trigger="bench")
         assert report.windows_embedded == 0, report
@@ -266,13 +283,10 @@ def measure_org(
                 return
             cursor = page.next_cursor
 
-    n = len(texts)
     print(f"  measuring {label}", flush=True)
     return OrgFigures(
         label=label,
-        hybrid=measure(each(hybrid), count=n, budget=budget),
-        full_text=measure(each(full_text), count=n, budget=budget),
-        knn=measure(each(knn), count=n, budget=budget),
+        **interleaved({"hybrid": hybrid, "full_text": full_text, "knn": knn}, texts, budget),
         idle_pass=measure(idle, count=5, budget=budget),
         status_page=measure(
             lambda: runtime.service.sweep_status(org), count=STATUS_REPEATS, budget=budget
