@@ -61,6 +61,7 @@ from memory.domain.history.search import HistoryHit, HistoryQuery, HistorySearch
 from memory.domain.policy.search import PolicyDocument, SimilarityResult
 from memory.domain.policy.versions import PolicyVersion
 from memory.entrypoints.bootstrap import Services, opened
+from memory.entrypoints.warm_up import warm_up
 from memory.entrypoints.workers.supervisor import WorkerThread
 from memory.infrastructure.settings import Settings
 
@@ -140,6 +141,8 @@ def open(
     `workers=True` also runs the projector, the sweep and the purge in this process until
     the block ends."""
     with opened(_settings(settings_or_url)) as services, _background(services, enabled=workers):
+        # The first searches must not pay for a cold model (docs/adr/0113).
+        warm_up(services)
         yield Memory(policies=services.policy, history=services.history)
 
 

@@ -6,14 +6,21 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.conftest import running_app
 
 from memory.application.model_check import check_model
 from memory.datasets.retrieval_check import CheckDocument, CheckQuery, CheckSet, load_check_set
+from memory.domain.audit.admin_action import Action
+from memory.entrypoints.bootstrap import build_services, opened
 from memory.entrypoints.check_cli import EXIT_BELOW_THRESHOLD
 from memory.entrypoints.cli import main
+from memory.entrypoints.http.app import create_app
+from memory.entrypoints.model_checks import ModelChecks
+from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 from memory.infrastructure.history.full_text_ranker import PostgresFullTextRanker
 from memory.infrastructure.postgres.database import Database
+from memory.infrastructure.settings import Settings
 
 LANGUAGES = ("en", "ms", "rojak", "zh")
 
@@ -91,3 +98,46 @@ def test_full_text_alone_finds_same_words_and_chinese_keywords(database_url: str
         database.close()
     by_pair = {p.pair: p.full_text for p in table.pairs}
     assert by_pair == {("en", "en"): 1.0, ("zh", "zh"): 1.0, ("en", "ms"): 0.0}
+
+
+def test_a_check_is_recorded_for_its_model_and_shown_by_healthz(
+    cli_env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings()
+    with opened(settings, create_home=False) as services:
+        assert services.model_checks.report(["hash:1024"]) == {"hash:1024": {"checked": False}}
+    assert main(["check", "--model", "hash:1024", "--threshold", "0.99", "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    with opened(settings, create_home=False) as services:
+        audit = services.audit
+        assert isinstance(audit, PostgresAuditTrail)
+        entry = audit.latest(Action.MODEL_CHECKED, "hash:1024", lookback=100)
+        assert entry is not None and entry.actor.key_id == "cli"
+        assert entry.after["passed"] is False and entry.after["threshold"] == 0.99
+        assert entry.after["recall"] == document["overall"]["model_recall"]
+        assert (
+            entry.after["precision"]["off_topic_by_relevance"]
+            == (document["precision"]["by_relevance"]["off_topic_per_query"])
+        )
+        # A fresh process reads it (the report is cached per process for a minute).
+        report = ModelChecks(audit).report(["hash:1024", "hash:384"])
+    assert report["hash:1024"]["checked"] is True and report["hash:1024"]["passed"] is False
+    assert report["hash:384"] == {"checked": False}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_healthz_shows_the_warm_up_and_the_last_check(cli_env: str) -> None:
+    assert main(["check", "--model", "hash:1024", "--json"]) == 0
+    settings = Settings()
+    app = create_app(lambda: build_services(settings, cli_env), run_workers=False)
+    async with running_app(app) as client:
+        health = (await client.get("/healthz")).json()
+    assert health["warm_up"]["ready"] is True
+    assert set(health["warm_up"]["models"]) == {"hash:1024", "hash:384"}
+    assert health["model_checks"]["hash:1024"]["passed"] is True
+    assert health["model_checks"]["hash:384"] == {"checked": False}

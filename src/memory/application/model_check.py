@@ -13,7 +13,6 @@ from memory.application.embedding import EmbeddingModel
 from memory.datasets.precision_check import PrecisionQuery, PrecisionSet
 from memory.datasets.retrieval_check import CheckSet
 from memory.domain.relevance import (
-    DEFAULT_MIN_RELEVANCE,
     RelevanceFilter,
     relevances,
     script_group,
@@ -61,9 +60,9 @@ def _dot(a: Sequence[float], b: Sequence[float]) -> float:
 @dataclass(frozen=True)
 class PrecisionReport:
     """The precision check: today's answer (the top k by similarity, no floor) beside the
-    answer the relevance rule gives (the top k by relevance, at least `min_relevance`)."""
+    answer the relevance rule gives (the top k by relevance that `rule` keeps)."""
 
-    min_relevance: float
+    rule: RelevanceFilter
     unfiltered: PrecisionTable
     relevance: PrecisionTable
 
@@ -97,19 +96,20 @@ def judge_precision(
     scored: Sequence[ScoredQuery],
     *,
     k: int,
-    min_relevance: float | None,
+    rule: RelevanceFilter | None,
 ) -> PrecisionTable:
-    """The table for one rule: `None` is today's top k by similarity, a number the top k by
-    relevance that reach it."""
+    """The table for one rule: `None` is today's top k by similarity, a filter the top k by
+    relevance that it keeps."""
     groups = [script_group(d.text) for d in data.documents]
     judged = []
     for item in scored:
-        if min_relevance is None:
+        if rule is None:
             ranked = sorted(range(len(groups)), key=lambda i: -item.similarities[i])[:k]
         else:
             rel = relevances(list(zip(groups, item.similarities, strict=True)))
             order = sorted(range(len(groups)), key=lambda i: -(rel[i] or 0.0))[:k]
-            ranked = [i for i in order if RelevanceFilter(min_relevance, True).keeps(rel[i])]
+            kept = rule.keep([rel[i] for i in order])
+            ranked = [i for i, keep in zip(order, kept, strict=True) if keep]
         judged.append(
             Judged(
                 item.query.lang,
@@ -125,12 +125,14 @@ def check_precision(
     data: PrecisionSet,
     *,
     k: int,
-    min_relevance: float = DEFAULT_MIN_RELEVANCE,
+    rule: RelevanceFilter | None = None,
     on_question: Callable[[], object] | None = None,
 ) -> PrecisionReport:
+    """`rule`: the service's default relevance rule unless given."""
+    chosen = rule or RelevanceFilter()
     scored = score_precision_set(model, data, on_question=on_question)
     return PrecisionReport(
-        min_relevance,
-        judge_precision(data, scored, k=k, min_relevance=None),
-        judge_precision(data, scored, k=k, min_relevance=min_relevance),
+        chosen,
+        judge_precision(data, scored, k=k, rule=None),
+        judge_precision(data, scored, k=k, rule=chosen),
     )

@@ -29,10 +29,11 @@ HAN_SHARE = 0.2
 # Fewer windows than this in a group (or in the whole searched set) give a standard
 # deviation too noisy to standardise against (ADR 0112).
 MIN_DISTRIBUTION = 20
-# The default: a semantic hit must stand this many standard deviations above its group's
-# mean. Chosen on the precision set (ADR 0112): the lowest value at which most no-answer
-# queries get no semantic hit, while recall@5 stays above the top 5 by raw similarity.
-DEFAULT_MIN_RELEVANCE = 2.75
+# The default rule, chosen on the precision set (ADR 0112): a query gets semantic hits only
+# when its best window stands out by DEFAULT_BEST_RELEVANCE standard deviations (most
+# no-answer queries then get none), and then every window at DEFAULT_MIN_RELEVANCE or more.
+DEFAULT_MIN_RELEVANCE = 2.25
+DEFAULT_BEST_RELEVANCE = 2.75
 # `min_relevance` accepts this range; nothing real scores above it.
 MAX_MIN_RELEVANCE = 10.0
 
@@ -148,20 +149,31 @@ def parse_min_relevance(value: object, *, field: str = "min_relevance") -> float
 
 @dataclass(frozen=True, slots=True)
 class RelevanceFilter:
-    """Which semantic hits a search keeps. `explicit` says the caller asked for the floor:
-    then a hit that cannot be calibrated (too few windows searched) is dropped; under the
-    default it is kept, because nothing says it is off-topic."""
+    """Which semantic hits a search keeps: none unless the query's best hit reaches
+    `min_best`, then those at `min_relevance` or more. The default is the two-level rule
+    of ADR 0112; a caller's `min_relevance` is one floor for every hit (`explicit`). Under
+    the default a hit that cannot be calibrated (too few windows searched) is kept, because
+    nothing says it is off-topic; under an explicit floor it is dropped."""
 
     min_relevance: float = DEFAULT_MIN_RELEVANCE
+    min_best: float = DEFAULT_BEST_RELEVANCE
     explicit: bool = False
 
     @classmethod
     def requested(cls, value: float | None) -> RelevanceFilter:
         if value is None:
             return cls()
-        return cls(parse_min_relevance(value), explicit=True)
+        floor = parse_min_relevance(value)
+        return cls(floor, floor, explicit=True)
 
     def keeps(self, relevance: float | None) -> bool:
         if relevance is None:
             return not self.explicit
         return relevance >= self.min_relevance
+
+    def keep(self, relevances: Sequence[float | None]) -> list[bool]:
+        """For one query's hits (all of its best ones): which are kept."""
+        best = max((r for r in relevances if r is not None), default=None)
+        if best is not None and best < self.min_best:
+            return [False] * len(relevances)
+        return [self.keeps(r) for r in relevances]

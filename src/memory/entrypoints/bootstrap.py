@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from memory.application.audit.ports import AuditTrail
     from memory.application.history.service import HistoryService
     from memory.application.policy.service import PolicyService
+    from memory.entrypoints.model_checks import ModelChecks
+    from memory.entrypoints.warm_up import WarmUp
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +36,8 @@ class Services:
     database: Database
     models: ModelRegistry
     contexts: list[ContextRuntime] = field(default_factory=list)
+    # What the warm-up did (memory.entrypoints.warm_up), once it ran; for /healthz.
+    warm_up: WarmUp | None = None
 
     def context(self, name: str) -> ContextRuntime:
         for ctx in self.contexts:
@@ -49,6 +53,16 @@ class Services:
         runtime = self.context("policy")
         assert isinstance(runtime, PolicyRuntime)
         return runtime.service
+
+    @cached_property
+    def model_checks(self) -> ModelChecks:
+        """The last `memory check` of each model, for /healthz (ADR 0114)."""
+        from memory.entrypoints.model_checks import ModelChecks
+        from memory.infrastructure.audit.audit_log import PostgresAuditTrail
+
+        audit = self.audit
+        assert isinstance(audit, PostgresAuditTrail)
+        return ModelChecks(audit)
 
     @cached_property
     def audit(self) -> AuditTrail:

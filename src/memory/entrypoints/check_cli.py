@@ -11,6 +11,7 @@ similarity and for the relevance rule), and exits 1 when the model's overall rec
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
@@ -18,11 +19,15 @@ from memory.application.embedding import EmbeddingError
 from memory.application.model_check import PrecisionReport, check_model, check_precision
 from memory.datasets.precision_check import load_precision_set
 from memory.datasets.retrieval_check import load_check_set
+from memory.domain.audit.admin_action import Action, AuditedChange
 from memory.domain.retrieval_precision import PrecisionTable
 from memory.domain.retrieval_recall import RecallTable
 from memory.entrypoints.cli_output import emit, error
 from memory.infrastructure.embedding.spec import InvalidModelSpec
 from memory.infrastructure.settings import Settings
+
+if TYPE_CHECKING:
+    from memory.infrastructure.postgres.database import Database
 
 # Results looked at per question: a history search page shows more, so a document in the
 # top 3 of 12 is one a user would see.
@@ -96,17 +101,58 @@ def _check(args: argparse.Namespace) -> int:
             except EmbeddingError as exc:
                 error(f"{args.model} failed: {type(exc).__name__}: {exc.message}")
                 return 2
+            else:
+                passed = table.overall_semantic >= args.threshold
+                document = _document(table, model.identity.id, args.threshold, passed)
+                document["precision"] = _precision_document(precision)
+                _record(database, model.identity.id, table, precision, args.threshold, passed)
             finally:
                 model.save()
                 bar.close()
                 database.close()
     finally:
         registry.close()
-    passed = table.overall_semantic >= args.threshold
-    document = _document(table, model.identity.id, args.threshold, passed)
-    document["precision"] = _precision_document(precision)
     emit(document)
     return 0 if passed else EXIT_BELOW_THRESHOLD
+
+
+def _record(
+    database: Database,
+    model: str,
+    table: RecallTable,
+    precision: PrecisionReport,
+    threshold: float,
+    passed: bool,
+) -> None:
+    """The result as a `model.checked` audit event (figures only, never text): what /healthz
+    and the console show for the active model (ADR 0114)."""
+    from memory.entrypoints.operator import cli_actor
+    from memory.infrastructure.audit.audit_log import PostgresAuditTrail
+
+    database.migrate()
+    figures = {
+        "passed": passed,
+        "threshold": threshold,
+        "k": table.k,
+        "recall": round(table.overall_semantic, 3),
+        "cross_lingual_recall": round(table.cross_lingual_semantic, 3),
+        "full_text_recall": round(table.overall_full_text, 3),
+        "precision": {
+            "k": precision.unfiltered.k,
+            "min_relevance": precision.rule.min_relevance,
+            "min_best_relevance": precision.rule.min_best,
+            "recall_by_similarity": round(precision.unfiltered.recall, 3),
+            "recall_by_relevance": round(precision.relevance.recall, 3),
+            "off_topic_by_similarity": round(precision.unfiltered.off_topic_per_query, 2),
+            "off_topic_by_relevance": round(precision.relevance.off_topic_per_query, 2),
+            "empty_share_by_relevance": round(precision.relevance.empty_share, 3),
+        },
+    }
+    PostgresAuditTrail(database).record(
+        cli_actor(),
+        Action.MODEL_CHECKED,
+        lambda: (None, AuditedChange(target=model, before=None, after=figures)),
+    )
 
 
 def _document(table: RecallTable, model: str, threshold: float, passed: bool) -> dict[str, object]:
@@ -141,7 +187,8 @@ def _precision_document(report: PrecisionReport) -> dict[str, object]:
         "k": report.unfiltered.k,
         "queries": report.unfiltered.queries,
         "no_answer_queries": report.unfiltered.no_answer_queries,
-        "min_relevance": report.min_relevance,
+        "min_relevance": report.rule.min_relevance,
+        "min_best_relevance": report.rule.min_best,
         "by_similarity": _precision_rule(report.unfiltered),
         "by_relevance": _precision_rule(report.relevance),
     }

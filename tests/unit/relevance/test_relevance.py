@@ -7,6 +7,7 @@ import pytest
 
 from memory.domain.errors import InvalidInput
 from memory.domain.relevance import (
+    DEFAULT_BEST_RELEVANCE,
     DEFAULT_MIN_RELEVANCE,
     MAX_MIN_RELEVANCE,
     MIN_DISTRIBUTION,
@@ -62,6 +63,19 @@ def test_min_relevance_accepts_numbers_in_range_only() -> None:
         with pytest.raises(InvalidInput) as raised:
             parse_min_relevance(bad)
         assert raised.value.field == "min_relevance"
+
+
+def test_the_default_rule_answers_only_a_query_whose_best_hit_stands_out() -> None:
+    default = RelevanceFilter.requested(None)
+    assert DEFAULT_MIN_RELEVANCE < DEFAULT_BEST_RELEVANCE
+    best, next_ = DEFAULT_BEST_RELEVANCE, DEFAULT_MIN_RELEVANCE
+    assert default.keep([best, next_, next_ - 0.01]) == [True, True, False]
+    # No hit stands out: the query gets no semantic hit, even those above the floor.
+    assert default.keep([best - 0.01, next_]) == [False, False]
+    assert default.keep([None, None]) == [True, True]
+    assert default.keep([]) == []
+    # A caller's floor is one floor for every hit.
+    assert RelevanceFilter.requested(1.0).keep([1.5, 1.0, 0.5, None]) == [True, True, False, False]
 
 
 def test_the_default_filter_keeps_uncalibrated_hits_an_explicit_one_drops_them() -> None:

@@ -99,8 +99,8 @@ class SearchHistory:
         if self._similarity_floor is not None:
             floor = self._similarity_floor
             matches = [m for m in matches if m.similarity >= floor]
-        relevant = query.relevance_filter
-        matches = [m for m in matches if relevant.keeps(m.relevance)]
+        kept = query.relevance_filter.keep([m.relevance for m in matches])
+        matches = [m for m, keep in zip(matches, kept, strict=True) if keep]
         semantic = self._window_messages(org_id, matches, query)
         fts = full_text.result()
         return HistorySearchResult(

@@ -34,6 +34,8 @@ class Action(StrEnum):
     POLICY_STORED = "policy.stored"
     POLICY_UPDATED = "policy.updated"
     POLICY_DELETED = "policy.deleted"
+    # `memory check` ran against a model: its figures and whether it passed (ADR 0114).
+    MODEL_CHECKED = "model.checked"
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ export async function render(container, args) {
   const since = h("input", { id: "history-since", type: "datetime-local", step: 1 });
   const until = h("input", { id: "history-until", type: "datetime-local", step: 1 });
   const limit = h("input", { id: "history-limit", type: "number", min: 1, max: 100, value: 20 });
+  const minRelevance = h("input", { id: "history-min-relevance", type: "number", min: 0, max: 10, step: 0.25 });
   const orgList = h("datalist", { id: "history-orgs" });
   const out = h("div", { class: "results", "data-testid": "history-results" });
   const form = h(
@@ -31,6 +32,7 @@ export async function render(container, args) {
     field("Since", since, "Inclusive, your local time"),
     field("Until", until, "Exclusive; empty for up to now"),
     field("Limit", limit),
+    field("Min relevance", minRelevance, "Empty: the default floor; 0 keeps every semantic hit"),
     h("div", { class: "actions" }, h("button", { type: "submit", id: "history-search" }, "Search")),
     orgList,
   );
@@ -44,7 +46,13 @@ export async function render(container, args) {
     replace(out, h("p", { class: "loading" }, "Searching…"));
     try {
       const answer = await api("GET", `/v1/orgs/${encodeURIComponent(orgId)}/history/search`, {
-        query: { q: query.value, limit: limit.value, since: isoFromLocal(since.value), until: isoFromLocal(until.value) },
+        query: {
+          q: query.value,
+          limit: limit.value,
+          since: isoFromLocal(since.value),
+          until: isoFromLocal(until.value),
+          min_relevance: minRelevance.value.trim() || undefined,
+        },
       });
       replace(out, results(answer));
     } catch (error) {
@@ -62,6 +70,7 @@ function results(answer) {
       [
         ["Matched by", (hit) => (hit.matched_by === "semantic" ? badge("semantic", "sem") : badge("full-text", "fts")), "matched"],
         ["Similarity", (hit) => (hit.similarity === null || hit.similarity === undefined ? "" : hit.similarity.toFixed(4)), "num similarity"],
+        ["Relevance", (hit) => (hit.relevance === null || hit.relevance === undefined ? "" : hit.relevance.toFixed(2)), "num relevance"],
         ["When", (hit) => when(hit.occurred_at)],
         ["Channel", (hit) => `${hit.provider}/${hit.channel_id}`],
         ["Sender", (hit) => hit.sender],
@@ -91,7 +100,16 @@ function explain(answer) {
         : `the flag ${off.flag} is off globally (default ${off.default ? "on" : "off"}) and this org has no setting of its own`;
     lines.push(h("p", {}, badge("semantic off", "muted"), ` Full-text only: ${why}.`));
   } else if (answer.semantic === "degraded") {
-    lines.push(h("p", {}, badge("degraded", "bad"), " The query could not be embedded in time or the model failed: these are full-text results only."));
+    lines.push(
+      h(
+        "p",
+        { "data-testid": "history-degraded" },
+        badge("degraded", "bad"),
+        " The query could not be embedded in time or the model failed: these are full-text results only. ",
+        h("strong", {}, "Search again in a moment"),
+        " — a model that was busy or still starting usually answers the next query in time.",
+      ),
+    );
   }
   if (!answer.org_known) {
     lines.push(h("p", {}, "This org has never ingested a message (or was erased): there is nothing to find."));

@@ -42,6 +42,7 @@ async function load(body) {
       ),
     ),
     h("section", { class: "card" }, h("h3", {}, "Models"), modelsTable(contexts)),
+    h("section", { class: "card", "data-testid": "model-checks" }, h("h3", {}, "Model checks"), modelChecks(health)),
     orgsCard(),
     projectors(contexts),
     sweeps(contexts),
@@ -103,6 +104,34 @@ function modelsTable(contexts) {
     rows,
     { testid: "models", empty: "No context reported a model." },
   );
+}
+
+/** Warm-up and the last `memory check` of each active model (docs/rollout.md: the gate). */
+function modelChecks(health) {
+  const warm = health.warm_up;
+  const checks = Object.entries(health.model_checks || {}).filter(([model]) => model !== "error");
+  const rows = checks.map(([model, check]) => ({ model, ...check }));
+  return [
+    h(
+      "p",
+      {},
+      warm && warm.ready
+        ? [badge("warm", "good"), ` Models and the Chinese segmenter were warmed in ${seconds(warm.seconds)} before the service said it was ready.`]
+        : [badge("warming", "bad"), " The service is still warming its models."],
+    ),
+    table(
+      [
+        ["Model", (c) => h("code", {}, c.model)],
+        ["Checked", (c) => (c.checked ? when(c.checked_at) : h("span", { class: "bad-text" }, "never: run memory check before turning semantic search on"))],
+        ["Passed", (c) => (c.checked ? yesNo(c.passed, "passed", "failed") : "")],
+        ["Recall", (c) => (c.checked ? `${c.recall} (cross-lingual ${c.cross_lingual_recall})` : ""), "num"],
+        ["Off-topic / query", (c) => (c.precision ? `${c.precision.off_topic_by_relevance} (unfiltered ${c.precision.off_topic_by_similarity})` : ""), "num"],
+        ["No-answer empty", (c) => (c.precision ? c.precision.empty_share_by_relevance : ""), "num"],
+      ],
+      rows,
+      { testid: "model-check-table", empty: "No model reported." },
+    ),
+  ];
 }
 
 function breaker(state) {

@@ -38,6 +38,7 @@ from memory.entrypoints.http.errors import EXCEPTION_HANDLERS, handle_domain_err
 from memory.entrypoints.http.openapi import contract_routes
 from memory.entrypoints.logging_setup import REQUEST_ID
 from memory.entrypoints.runtime import ContextRuntime
+from memory.entrypoints.warm_up import warm_up
 from memory.entrypoints.workers.database_probe import bounded_in_thread, database_problem
 from memory.entrypoints.workers.supervisor import start_workers
 from memory.infrastructure import backup_metrics, build_info  # noqa: F401 (registers the backup age)
@@ -203,6 +204,21 @@ class UntilStarted:
         await response(scope, receive, send)
 
 
+async def _model_checks(services: Services) -> dict[str, Any]:
+    """The last `memory check` of each active model (ADR 0114); a database that does not
+    answer in time leaves it out rather than holding /healthz."""
+    found = (getattr(ctx, "model", None) for ctx in services.contexts)
+    models = sorted({m.identity.id for m in found if m is not None})
+    with anyio.move_on_after(HEALTH_TIMEOUT_SECONDS):
+        try:
+            return await anyio.to_thread.run_sync(
+                lambda: services.model_checks.report(models), abandon_on_cancel=True
+            )
+        except Exception as exc:  # the database's own problem is reported beside
+            return {"error": type(exc).__name__}
+    return {"error": "timeout"}
+
+
 def create_app(
     build: Callable[[], Services],
     *,
@@ -226,6 +242,8 @@ def create_app(
         try:
             # Built now, in this thread: its audit trail creates its event table on first use.
             _ = services.access
+            # Models and the segmenter warm before the first request (docs/adr/0113).
+            warm_up(services)
         except BaseException:
             services.close()
             raise
@@ -294,6 +312,9 @@ def create_app(
             for ctx in services.contexts:
                 tg.start_soon(report, ctx)
         body["contexts"] = {ctx.name: body["contexts"][ctx.name] for ctx in services.contexts}
+        if services.warm_up is not None:
+            body["warm_up"] = services.warm_up.as_health()
+        body["model_checks"] = await _model_checks(services)
         return JSONResponse(body, status)
 
     async def metrics(request: Request) -> Response:

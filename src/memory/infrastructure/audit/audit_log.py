@@ -109,6 +109,26 @@ class PostgresAuditTrail:
         entries = [self._entry(cast(DictRow, row)) for row in rows]
         return AuditPage(entries, entries[-1].id if more and entries else None)
 
+    def latest(self, action: Action, target: str, *, lookback: int) -> AuditEntry | None:
+        """The newest entry of `action` for `target` among the last `lookback` entries of
+        the whole log: bounded work, whatever the log's size (for /healthz, ADR 0114)."""
+        statement = sql.SQL(
+            "SELECT e.notification_id, e.originator_id, e.originator_version, e.topic, e.state"
+            " FROM (SELECT notification_id, action FROM audit_log"
+            "       ORDER BY notification_id DESC LIMIT %(lookback)s) AS a"
+            " JOIN {events} e ON e.notification_id = a.notification_id"
+            " WHERE a.action = %(action)s ORDER BY a.notification_id DESC"
+        ).format(events=self._events_table)
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                statement, {"lookback": lookback, "action": action.value}
+            ).fetchall()
+        for row in rows:
+            entry = self._entry(cast(DictRow, row))
+            if entry.target == target:
+                return entry
+        return None
+
     def _entry(self, row: DictRow) -> AuditEntry:
         event = self._mapper.to_domain_event(
             StoredEvent(

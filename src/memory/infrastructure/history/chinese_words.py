@@ -33,6 +33,11 @@ class JiebaWords:
                 self._tokenizer = tokenizer
             return self._tokenizer
 
+    def load(self) -> None:
+        """Load the dictionary now, in this thread (the service's warm-up before it says it
+        is ready, docs/adr/0113)."""
+        self._loaded()
+
     def warm_up(self) -> None:
         """Load the dictionary in a background thread, so the first Chinese query does not
         wait for it."""
