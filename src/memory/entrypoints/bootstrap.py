@@ -66,10 +66,15 @@ class Services:
 
     @cached_property
     def audit(self) -> AuditTrail:
-        """The audit trail (created with its event table on first use)."""
+        """The audit trail (created with its event table on first use); erasures also go
+        to the erasure journal when there is one (docs/adr/0106)."""
+        from memory.application.durability.erasure_journal import JournalingAuditTrail
+        from memory.entrypoints.erasure_journal import erasure_journal
         from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 
-        return PostgresAuditTrail(self.database)
+        trail = PostgresAuditTrail(self.database)
+        journal = erasure_journal(self.settings)
+        return trail if journal is None else JournalingAuditTrail(trail, journal)
 
     @cached_property
     def access(self) -> AccessService:

@@ -24,6 +24,16 @@ class HomeHasNoDatabase(Exception):
         )
 
 
+def embedded_cluster(settings: Settings, *, port: int | None = None) -> EmbeddedPostgres:
+    """The home's embedded cluster, archiving into the configured backup repository."""
+    return EmbeddedPostgres(
+        settings.home,
+        port=port,
+        repository=settings.backup_repository,
+        synchronous_standby=settings.database_synchronous_standby,
+    )
+
+
 def with_password(url: str, settings: Settings) -> str:
     """`url` with `MEMORY_DATABASE_PASSWORD` in it when that is set."""
     if settings.database_password is None:
@@ -39,7 +49,7 @@ def database_url(settings: Settings, *, create: bool = True) -> Iterator[str]:
     if settings.database_url:
         yield with_password(settings.database_url, settings)
         return
-    cluster = EmbeddedPostgres(settings.home)
+    cluster = embedded_cluster(settings)
     if not create and not cluster.initialised():
         raise HomeHasNoDatabase(settings.home)
     try:

@@ -1,4 +1,5 @@
-"""`memory db start|stop|status|url`: the home's embedded cluster, run on its own.
+"""`memory db start|stop|status|url`: the home's embedded cluster, run on its own (and
+its backups, restores and standby: backup_cli).
 
 A cluster started here outlives the command and belongs to no server: several `memory
 serve` processes (and tests, benchmarks) share it through `MEMORY_DATABASE_URL`, and none
@@ -10,7 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from memory.entrypoints import backup_cli
 from memory.entrypoints.cli_output import emit, wants_json
+from memory.entrypoints.database_url import embedded_cluster
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, EmbeddedPostgresError
 from memory.infrastructure.settings import Settings
 
@@ -21,7 +24,7 @@ EXIT_NOT_RUNNING = 3
 
 def _cluster(args: argparse.Namespace) -> EmbeddedPostgres:
     settings: Settings = args.settings
-    return EmbeddedPostgres(settings.home, port=getattr(args, "port", None))
+    return embedded_cluster(settings, port=getattr(args, "port", None))
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -100,3 +103,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     url = commands.add_parser("url", help="print the running cluster's MEMORY_DATABASE_URL")
     url.add_argument("--tcp", action="store_true", help="over 127.0.0.1 instead of the socket")
     url.set_defaults(func=_url)
+    backup_cli.register(commands)

@@ -46,6 +46,13 @@ class Settings(BaseSettings):
     # quoted, so any character works (compose passes it this way; in a URL '@', ':', '/'
     # and '%' would have to be percent-encoded).
     database_password: SecretStr | None = None
+    # Backups (docs/operations.md): the embedded cluster's pgBackRest repository (unset:
+    # `home`/backups), how many full backups `memory db backup` keeps (older ones expire
+    # with their WAL), and whether the primary acknowledges a commit only once its
+    # standby (`memory db standby`) has it.
+    backup_repository: Path | None = None
+    backup_retention_full: int = Field(default=2, ge=1, le=100)
+    database_synchronous_standby: bool = False
     pool_min_size: int = Field(default=2, ge=1)
     pool_max_size: int = Field(default=10, ge=1)
     # Longest wait (seconds) for a database connection: while the database is down, requests
@@ -135,6 +142,11 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute_home(cls, value: Path) -> Path:
         return value.expanduser().absolute()
+
+    @field_validator("backup_repository")
+    @classmethod
+    def _absolute_repository(cls, value: Path | None) -> Path | None:
+        return None if value is None else value.expanduser().absolute()
 
     @field_validator("log_level")
     @classmethod

@@ -15,6 +15,9 @@ the PostgreSQL server itself, alive exactly as long as the cluster, so every `me
 attaches and none stops it; only `memory db stop` does (docs/adr/0060).
 
 `initdb` refuses to run as root, so as root the cluster runs as an unprivileged user.
+
+A durable cluster archives its WAL with pgBackRest from its first start (an existing home
+from its next start), into `$MEMORY_HOME/backups` unless told otherwise (docs/adr/0105).
 """
 
 from __future__ import annotations
@@ -38,6 +41,12 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from memory.infrastructure.postgres.pgbackrest import (
+    BackupRepository,
+    ClusterLocation,
+    default_repository,
+)
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +159,19 @@ class EmbeddedPostgres:
     restarted server is found at the same URL.
     """
 
-    def __init__(self, home: Path, *, durable: bool = True, port: int | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        durable: bool = True,
+        port: int | None = None,
+        repository: Path | None = None,
+        synchronous_standby: bool = False,
+        start_timeout: float = START_TIMEOUT_SECONDS,
+    ) -> None:
+        """A `durable` cluster archives its WAL into `repository` (by default
+        `$MEMORY_HOME/backups`); with `synchronous_standby` it acknowledges a commit only
+        once its standby has it (docs/adr/0107)."""
         self._durable = durable
         self._bindir = find_postgres_bindir()
         self._run_as = self._service_user()
@@ -158,6 +179,89 @@ class EmbeddedPostgres:
         self._owned = False
         self._fixed_port = port
         self._port: int | None = None
+        self._repository = repository
+        self._synchronous_standby = synchronous_standby
+        self._start_timeout = start_timeout
+
+    @property
+    def bindir(self) -> Path:
+        return self._bindir
+
+    @property
+    def archiving(self) -> bool:
+        """Whether the cluster archives its WAL (every durable cluster does)."""
+        return self._durable
+
+    @property
+    def backups(self) -> BackupRepository:
+        """The cluster's pgBackRest repository (its files need not exist yet)."""
+        server_dir = self.paths.data.parent
+        location = ClusterLocation(
+            data=self.paths.data,
+            server_dir=server_dir,
+            socket_dir=self.paths.socket_dir,
+            user=SUPERUSER,
+            password=self._password() if self.paths.password_file.exists() else "",
+            run_as=self._run_as,
+        )
+        repository = self._repository or default_repository(self.paths.home, server_dir)
+        return BackupRepository(location, repository)
+
+    @property
+    def service_user(self) -> str | None:
+        """The user the server runs as (None: this process's own)."""
+        return self._run_as
+
+    @property
+    def password(self) -> str:
+        return self._password()
+
+    def clone_from(self, primary_conninfo: str, password: str) -> None:
+        """Make this (new) home's cluster a streaming standby of the server
+        `primary_conninfo` reaches (`pg_basebackup -R`: a copy of its data, and the settings
+        to follow it); `password` is that server's superuser's, for this home's commands."""
+        if self.initialised():
+            raise EmbeddedPostgresError(f"{self.paths.home} already has a cluster")
+        self._prepare_directories()
+        old_umask = os.umask(0o077)
+        try:
+            self.paths.password_file.write_text(password + "\n")
+        finally:
+            os.umask(old_umask)
+        log.info("copying the primary into %s (pg_basebackup)", self.paths.data)
+        try:
+            self._run(
+                [
+                    str(self._bindir / "pg_basebackup"),
+                    "-D",
+                    str(self.paths.data),
+                    "-d",
+                    primary_conninfo,
+                    "--write-recovery-conf",
+                    "--wal-method=stream",
+                    "--checkpoint=fast",
+                ]
+            )
+        except EmbeddedPostgresError:
+            shutil.rmtree(self.paths.data, ignore_errors=True)
+            self.paths.password_file.unlink(missing_ok=True)
+            raise
+
+    def promote(self) -> bool:
+        """Make a running standby the primary; False if it was one already."""
+        if not self.in_recovery():
+            return False
+        with psycopg.connect(self._conninfo("postgres"), autocommit=True) as conn:
+            conn.execute("SELECT pg_promote(wait => true)")
+        if self._durable and self._port is not None:
+            self.backups.ensure_stanza(self._port)
+        return True
+
+    def run_as_server(
+        self, argv: list[str], *, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a server binary (pg_ctl, pg_basebackup) as the cluster's user."""
+        return self._run(argv, check=check)
 
     def initialised(self) -> bool:
         """Whether the home has a cluster (initdb ran), running or not."""
@@ -205,7 +309,15 @@ class EmbeddedPostgres:
                     )
                     self._claim_ownership()
         self._ensure_database()
+        if self._durable and self._port is not None and not self.in_recovery():
+            self.backups.ensure_stanza(self._port)
         return self.url
+
+    def in_recovery(self) -> bool:
+        """Whether the running server is a standby (or still replaying WAL)."""
+        with psycopg.connect(self._conninfo("postgres"), autocommit=True) as conn:
+            row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+        return bool(row and row[0])
 
     def start_detached(self) -> str:
         """Start the cluster (or take over a running one) and leave it running after this
@@ -271,6 +383,7 @@ class EmbeddedPostgres:
                 self._owned = False
                 return
             log.info("stopping embedded PostgreSQL (%s)", self.paths.data)
+            self._archive_current_segment()
             self._run(
                 [
                     str(self._bindir / "pg_ctl"),
@@ -290,6 +403,20 @@ class EmbeddedPostgres:
         # A directory that is not empty (a server still running) is left alone.
         with contextlib.suppress(OSError):
             self.paths.socket_dir.rmdir()
+
+    def _archive_current_segment(self) -> None:
+        """Close the WAL segment in use, so that the server archives it while shutting down
+        and a restore can reach the last write before the stop."""
+        port = self._running_port()
+        if not self._durable or port is None:
+            return
+        self._port = port
+        with (
+            contextlib.suppress(psycopg.Error),
+            psycopg.connect(self._conninfo("postgres"), autocommit=True) as conn,
+        ):
+            if conn.execute("SELECT pg_is_in_recovery()").fetchone() != (True,):
+                conn.execute("SELECT pg_switch_wal()")
 
     def __enter__(self) -> EmbeddedPostgres:
         self.start()
@@ -451,6 +578,8 @@ class EmbeddedPostgres:
         ]
         if not self._durable:
             options += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
+        else:
+            self.backups.prepare(synchronous_standby=self._synchronous_standby)
         log.info("starting embedded PostgreSQL on 127.0.0.1:%d", port)
         result = self._run(
             [
@@ -460,7 +589,7 @@ class EmbeddedPostgres:
                 str(self.paths.data),
                 "-w",
                 "-t",
-                str(START_TIMEOUT_SECONDS),
+                str(int(self._start_timeout)),
                 "-l",
                 str(self.paths.log_file),
                 "-o",
@@ -498,7 +627,7 @@ class EmbeddedPostgres:
         )
 
     def _ensure_database(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        deadline = time.monotonic() + self._start_timeout
         while True:
             try:
                 with psycopg.connect(self._conninfo("postgres"), autocommit=True) as conn:
@@ -515,7 +644,9 @@ class EmbeddedPostgres:
                     raise
                 time.sleep(0.2)
         with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            # A standby is read-only and has the extension from its primary.
+            if conn.execute("SELECT pg_is_in_recovery()").fetchone() != (True,):
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
 
     def _run(self, argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
         if self._run_as is not None:

@@ -1,0 +1,1 @@
+"""Durability: backups and restores, and the erasures a restore re-applies."""

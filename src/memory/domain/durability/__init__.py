@@ -1,0 +1,1 @@
+"""Durability: what survives a restore of the database."""

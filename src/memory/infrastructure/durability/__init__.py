@@ -1,0 +1,1 @@
+"""Durability adapters: the erasure journal kept beside the backups."""
