@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -16,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from tests.conftest import AUTH_HEADERS
-from tests.e2e.processes import HASH_MODELS, memory_cli, serve, terminate, wait_healthy
+import psycopg
+from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
+from tests.e2e.processes import HASH_MODELS, STARTUP_DEADLINE_SECONDS, memory_cli, terminate
 
 from memory.entrypoints.serve_process import ServeProcess
-from memory.infrastructure.postgres.embedded import EmbeddedPostgres, free_port
+from memory.infrastructure.postgres.embedded import EmbeddedPostgres
 
 SEMANTIC = "/v1/feature-flags/digital_worker_semantic_search"
 QUIET = {**HASH_MODELS, "MEMORY_SWEEP_INTERVAL": "3600", "MEMORY_SWEEP_DEBOUNCE": "0.2"}
@@ -82,11 +84,17 @@ def _history_ids(api: Api, org: str) -> set[str]:
     return {hit["event_id"] for hit in found["results"]}
 
 
-def _serve(home: Path) -> Api:
-    port = free_port()
-    proc = serve(home, port, **QUIET)
-    assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc).status_code in (200, 503)
-    proc.wait_healthy(WAIT_SECONDS)
+def _serve(home: Path, **settings: str) -> Api:
+    """`memory serve` on `home`, its log in a file beside it (a busy server fills a pipe)."""
+    environment = {"MEMORY_HOME": str(home), "MEMORY_ADMIN_TOKEN": TEST_ADMIN_TOKEN}
+    proc = ServeProcess(
+        environment | QUIET | settings, log_path=home.parent / f"serve-{home.name}.log"
+    )
+    try:
+        proc.wait_healthy(STARTUP_DEADLINE_SECONDS)
+    except BaseException:
+        proc.discard()
+        raise
     return Api(proc)
 
 
@@ -172,3 +180,144 @@ def test_restore_drill_until_a_moment_reapplies_later_erasures_and_embeds_nothin
     finally:
         terminate(api.proc)
     assert not EmbeddedPostgres(home).running()
+
+
+def _marker(home: Path) -> list[tuple[Any, ...]]:
+    """The rows of a table the tests write, read through the running cluster."""
+    url = memory_cli(home, "db", "url").stdout.strip()
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT n FROM drill_marker ORDER BY n").fetchall()
+
+
+def _mark(home: Path, n: int) -> None:
+    url = memory_cli(home, "db", "url").stdout.strip()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS drill_marker (n int)")
+        conn.execute("INSERT INTO drill_marker VALUES (%s)", (n,))
+
+
+def test_restore_and_verify_refuse_bad_input_with_the_reason_and_change_nothing(
+    cluster_home: Path,
+) -> None:
+    home = cluster_home / "home"
+    assert memory_cli(home, "db", "start").returncode == 0
+    try:
+        # Migrations, so that `verify` finds the service's tables.
+        assert memory_cli(home, "keys", "list").returncode == 0
+        _mark(home, 1)
+        empty = memory_cli(home, "db", "restore", "--latest")
+        assert empty.returncode == 1 and "a server" not in empty.stderr
+        assert "holds no backup yet" in memory_cli(home, "db", "verify").stderr
+        before_backup = datetime.now(UTC)
+        assert memory_cli(home, "db", "backup").returncode == 0
+        _mark(home, 2)
+
+        owned = memory_cli(home, "db", "restore", "--latest")
+        assert owned.returncode == 1
+        assert "is running (memory db start" in owned.stderr, owned.stderr
+        assert _marker(home) == [(1,), (2,)]
+
+        verified = _cli_json(home, "db", "verify")
+        assert verified["verified"] is True and verified["tables_read"] > 5
+        assert verified["events_read"] >= 0
+    finally:
+        assert memory_cli(home, "db", "stop").returncode == 0
+
+    unparsable = memory_cli(home, "db", "restore", "--until", "yesterday")
+    assert unparsable.returncode == 2 and "--until" in unparsable.stderr
+    zoneless = memory_cli(home, "db", "restore", "--until", "2026-01-01T00:00:00")
+    assert zoneless.returncode == 2 and "time zone" in zoneless.stderr
+    future = datetime.now(UTC) + timedelta(days=1)
+    ahead = memory_cli(home, "db", "restore", "--until", future.isoformat())
+    assert ahead.returncode == 1 and "is in the future" in ahead.stderr
+    early = memory_cli(home, "db", "restore", "--until", before_backup.isoformat())
+    assert early.returncode == 1 and "before the oldest backup" in early.stderr
+
+    # A corrupt repository: the backup's largest file cut short.
+    repository = home / "backups" / "backup" / "memory"
+    largest = max(
+        (p for p in repository.glob("*F/pg_data/**/*") if p.is_file()),
+        key=lambda p: p.stat().st_size,
+    )
+    largest.write_bytes(largest.read_bytes()[: largest.stat().st_size // 2])
+    corrupt = memory_cli(home, "db", "restore", "--latest")
+    assert corrupt.returncode == 1, corrupt.stderr
+    assert "nothing was changed" in corrupt.stderr
+    assert memory_cli(home, "db", "verify").returncode == 1
+
+    # After all of that the home is as it was: both rows, no restore left half-done.
+    assert memory_cli(home, "db", "start").returncode == 0
+    try:
+        assert _marker(home) == [(1,), (2,)]
+    finally:
+        memory_cli(home, "db", "stop")
+    assert not (EmbeddedPostgres(home).paths.data.parent / "data.restore").exists()
+
+
+BATCH = 10
+
+
+def test_a_backup_taken_during_full_speed_ingest_restores_whole_batches_only(
+    cluster_home: Path,
+) -> None:
+    home = cluster_home / "home"
+    api = _serve(home)
+    acknowledged: list[int] = []
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def ingest() -> None:
+        batch = 0
+        while not stop.is_set() and not failures:
+            events = [
+                {
+                    "event_id": f"b{batch}-{i}",
+                    "provider": "slack",
+                    "channel_id": "load",
+                    "sender": "ali",
+                    "text": f"batch {batch} event {i} of the load",
+                    "occurred_at": datetime.now(UTC).isoformat(),
+                }
+                for i in range(BATCH)
+            ]
+            try:
+                response = api.call("POST", "/v1/orgs/acme/chat-events", json={"events": events})
+            except httpx.HTTPError as exc:
+                failures.append(f"batch {batch}: {exc!r}")
+                return
+            if response.status_code != 201:
+                failures.append(f"batch {batch}: {response.status_code} {response.text}")
+                return
+            acknowledged.append(batch)
+            batch += 1
+
+    writer = threading.Thread(target=ingest)
+    try:
+        writer.start()
+        _until(lambda: len(acknowledged) >= 20, "ingest under way")
+        backup = _cli_json(home, "db", "backup")["backup"]
+        done_at_backup = len(acknowledged)
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        writer.join(60)
+        terminate(api.proc)
+    assert failures == []
+    assert len(acknowledged) > done_at_backup, "ingest ran on through the backup"
+
+    restored = _cli_json(home, "db", "restore", "--until", backup["restorable_from"])
+    assert restored["from_backup"] == backup["label"]
+    assert memory_cli(home, "db", "start").returncode == 0
+    try:
+        url = memory_cli(home, "db", "url").stdout.strip()
+        with psycopg.connect(url) as conn:
+            rows = conn.execute(
+                "SELECT split_part(event_id, '-', 1), count(*) FROM dw_chat_events"
+                " WHERE org_id = 'acme' GROUP BY 1"
+            ).fetchall()
+    finally:
+        memory_cli(home, "db", "stop")
+    batches = {int(name[1:]): count for name, count in rows}
+    assert set(batches.values()) == {BATCH}, "a batch restored in part"
+    assert set(range(20)) <= set(batches), "a batch acknowledged before the backup is missing"
+    assert set(batches) == set(range(len(batches))), "batches restored out of order"

@@ -260,9 +260,18 @@ def _read_everything(url: str) -> tuple[int, int, int]:
         ]
         if "memory_schema_migrations" not in names:
             raise RestoreRefused("the restored backup holds no tables of the service")
+        # The event store's tables (the eventsourcing library's): a stored event's state.
+        event_tables = {
+            str(r[0])
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.columns"
+                " WHERE table_schema = 'public' AND column_name IN ('state', 'topic')"
+                " GROUP BY table_name HAVING count(*) = 2"
+            ).fetchall()
+        }
         for name in names:
             table = sql.Identifier(name)
-            if name.endswith("_events"):
+            if name in event_tables:
                 query = sql.SQL("SELECT count(*), coalesce(sum(octet_length(state)), 0) FROM {}")
                 row = conn.execute(query.format(table)).fetchone()
                 events += int(row[0]) if row else 0

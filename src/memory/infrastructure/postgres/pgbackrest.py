@@ -19,7 +19,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -214,6 +214,8 @@ class BackupRepository:
         result = []
         for item in stanza.get("backup", []):
             stopped = _at(item["timestamp"]["stop"])
+            # pgBackRest keeps whole seconds: the backup is consistent within the next one.
+            earliest = stopped + timedelta(seconds=1)
             result.append(
                 Backup(
                     label=item["label"],
@@ -222,8 +224,8 @@ class BackupRepository:
                     stopped_at=stopped,
                     size_bytes=int(item["info"]["size"]),
                     repository_bytes=int(item["info"]["repository"]["delta"]),
-                    restorable_from=stopped,
-                    restorable_until=until if until is not None and until > stopped else stopped,
+                    restorable_from=earliest,
+                    restorable_until=max(until or earliest, earliest),
                 )
             )
         return result
@@ -248,9 +250,9 @@ class BackupRepository:
         self.run(["restore", *options])
 
     def restore_immediate(self, into: Path) -> None:
-        """Restore the newest backup into `into`, recovering only to its consistent end."""
-        options = ["--type=immediate", "--target-action=promote", self._restore_command()]
-        self.run(["restore", f"--pg1-path={into}", *options])
+        """Restore the newest backup into `into`, recovering only to its consistent end
+        (its restore_command names `into`, where this copy stays)."""
+        self.run(["restore", f"--pg1-path={into}", "--type=immediate", "--target-action=promote"])
 
     def _restore_command(self) -> str:
         """pgBackRest would write the restore's own options (the directory restored into,
