@@ -35,8 +35,9 @@ class Api:
 
     def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         headers = kwargs.pop("headers", AUTH_HEADERS)
+        timeout = kwargs.pop("timeout", 60.0)
         return httpx.request(
-            method, self.proc.base_url + path, headers=headers, timeout=60.0, **kwargs
+            method, self.proc.base_url + path, headers=headers, timeout=timeout, **kwargs
         )
 
     def ok(self, method: str, path: str, **kwargs: Any) -> Any:
