@@ -49,6 +49,7 @@ bench: setup-dev
 	$(PY) bench/answers.py
 	$(PY) bench/bodies.py
 	$(PY) bench/tenants.py
+	$(PY) bench/durability.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

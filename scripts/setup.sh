@@ -2,6 +2,8 @@
 # Installs everything `memory` needs on a Debian/Ubuntu machine, idempotently:
 #   - PostgreSQL server binaries (any major >= 15 already present is used as is)
 #   - pgvector >= 0.7 for that PostgreSQL (distro package when one exists, else a source build)
+#   - pgBackRest (Debian's `pgbackrest`): the embedded cluster archives its WAL with it and
+#     `memory db backup|restore|verify` run it (docs/operations.md), for `make run` too
 #   - PgBouncer (Debian's package), with the dev extras only: the replica tests run it in
 #     transaction pooling mode in front of their cluster (`make run` does not need it)
 #   - Chromium and its WebDriver (Debian's `chromium`, `chromium-driver`) and a Chinese font
@@ -125,6 +127,16 @@ SRC
     rm -rf "$work"
 }
 
+ensure_pgbackrest() {
+    if command -v pgbackrest >/dev/null; then
+        log "pgBackRest found: $(pgbackrest version)"
+        return
+    fi
+    log "installing pgBackRest (WAL archiving and backups of the embedded cluster)"
+    apt_install pgbackrest
+    command -v pgbackrest >/dev/null || { log "pgBackRest install failed"; exit 1; }
+}
+
 ensure_pgbouncer() {
     case ",$EXTRAS," in *,dev,*) ;; *) return ;; esac
     if command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ]; then
@@ -189,6 +201,7 @@ ensure_venv() {
 
 ensure_postgres
 ensure_pgvector
+ensure_pgbackrest
 ensure_pgbouncer
 ensure_chromium
 ensure_promtool

@@ -1,8 +1,10 @@
-"""`memory db backup|backups|verify|restore|standby|promote`: the embedded cluster's
-backups, point-in-time restores and standby (docs/operations.md, docs/adr/0105-0107).
+"""`memory db backup|backups|verify|restore|reapply-erasures|standby|promote`: the
+embedded cluster's backups, point-in-time restores and standby (docs/operations.md,
+docs/adr/0105-0107).
 
 These act on the home's embedded cluster; on an external PostgreSQL (MEMORY_DATABASE_URL)
-they refuse and point to docs/operations.md, where pgBackRest is set up on its host.
+they refuse and point to docs/operations.md, where pgBackRest is set up on its host (only
+`reapply-erasures` works there too).
 """
 
 from __future__ import annotations
@@ -151,10 +153,6 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from memory.entrypoints.bootstrap import build_services
-    from memory.entrypoints.erasure_journal import erasure_journal
-    from memory.infrastructure.durability.senders import PostgresSenders
-
     settings: Settings = args.settings
     _home_cluster(settings)
     cluster = EmbeddedPostgres(
@@ -166,31 +164,63 @@ def _restore(args: argparse.Namespace) -> int:
     target: datetime | None = None if args.latest else args.until
     restored = restore(cluster, target)
     try:
-        report = ReapplyReport(considered=0, reapplied=0, by_action={})
-        journal = erasure_journal(settings)
-        if journal is not None:
-            # Deletions are re-applied without waiting for a projector (none runs here);
-            # `memory serve` projects them when it starts.
-            quick = settings.model_copy(update={"projection_wait_timeout": 0.0})
-            services = build_services(quick, cluster.url)
-            try:
-                reapply = ReapplyErasures(
-                    journal, services.history, services.policy, PostgresSenders(services.database)
-                )
-                report = reapply(restored.restored_to, actor=cli_actor())
-            finally:
-                services.close()
+        report = _reapply_erasures(settings, cluster.url, restored.restored_to)
     finally:
         cluster.stop()
     emit(
         {
             "restored_to": restored.restored_to,
             "from_backup": restored.backup.label,
-            "erasures_reapplied": report.reapplied,
-            "erasures_considered": report.considered,
-            "reapplied_by_action": report.by_action,
+            **_reapplied(report),
         }
     )
+    return 0
+
+
+def _reapply_erasures(settings: Settings, url: str, since: datetime) -> ReapplyReport:
+    """Every journaled erasure recorded after `since`, applied again to the database."""
+    from memory.entrypoints.bootstrap import build_services
+    from memory.entrypoints.erasure_journal import erasure_journal
+    from memory.infrastructure.durability.senders import PostgresSenders
+
+    journal = erasure_journal(settings)
+    if journal is None:
+        return ReapplyReport(considered=0, reapplied=0, by_action={})
+    # Deletions are re-applied without waiting for a projector (none runs here); `memory
+    # serve` projects them when it starts.
+    quick = settings.model_copy(update={"projection_wait_timeout": 0.0})
+    services = build_services(quick, url)
+    try:
+        reapply = ReapplyErasures(
+            journal, services.history, services.policy, PostgresSenders(services.database)
+        )
+        return reapply(since, actor=cli_actor())
+    finally:
+        services.close()
+
+
+def _reapplied(report: ReapplyReport) -> dict[str, Any]:
+    return {
+        "erasures_reapplied": report.reapplied,
+        "erasures_considered": report.considered,
+        "reapplied_by_action": report.by_action,
+    }
+
+
+def _reapply(args: argparse.Namespace) -> int:
+    """After restoring an external PostgreSQL by other means (docs/operations.md)."""
+    from memory.entrypoints.database_url import database_url
+    from memory.entrypoints.erasure_journal import erasure_journal
+
+    settings: Settings = args.settings
+    if erasure_journal(settings) is None:
+        raise CommandRefused(
+            "no erasure journal here: set MEMORY_BACKUP_REPOSITORY to the directory the "
+            "service journals erasures in"
+        )
+    with database_url(settings, create=False) as url:
+        report = _reapply_erasures(settings, url, args.since)
+    emit({"since": args.since, **_reapplied(report)})
     return 0
 
 
@@ -302,6 +332,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--until", type=_timestamp, metavar="TIMESTAMP", help="ISO 8601 with a time zone"
     )
     back.set_defaults(func=_refusals(_restore))
+    again = commands.add_parser(
+        "reapply-erasures",
+        help="apply again every erasure journaled since a moment (after restoring a database)",
+    )
+    again.add_argument(
+        "--since", type=_timestamp, required=True, metavar="TIMESTAMP", help="the restore's target"
+    )
+    again.set_defaults(func=_refusals(_reapply))
     standby = commands.add_parser(
         "standby", help="make this (new) home a streaming hot standby of another"
     )

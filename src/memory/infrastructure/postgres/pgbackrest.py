@@ -110,11 +110,7 @@ class BackupRepository:
     def prepare(self, *, synchronous_standby: bool) -> None:
         """Write pgBackRest's configuration and the server's settings file, include it from
         postgresql.conf, and make the repository the cluster's user's. Before every start."""
-        for directory in (self._tool, self._tool / "lock", self._tool / "log", self.repository):
-            directory.mkdir(parents=True, exist_ok=True)
-            self._chown(directory)
-        self._write_private(self.config_file, self._config_text())
-        self._write_private(self._passfile, f"*:*:*:{self.cluster.user}:{self.cluster.password}\n")
+        self._write_config()
         settings = self.server_settings(synchronous_standby=synchronous_standby)
         lines = [f"{key} = '{value}'" for key, value in settings.items()]
         header = "# Written by memory at every start (docs/adr/0105); edits are overwritten.\n"
@@ -123,6 +119,15 @@ class BackupRepository:
         text = conf.read_text()
         if INCLUDE_LINE not in text:
             conf.write_text(text.rstrip("\n") + f"\n{INCLUDE_LINE}\n")
+
+    def _write_config(self) -> None:
+        """pgBackRest's configuration for this home, as it is now: before every command, so
+        a copied or moved home never acts on the paths of the one it came from."""
+        for directory in (self._tool, self._tool / "lock", self._tool / "log", self.repository):
+            directory.mkdir(parents=True, exist_ok=True)
+            self._chown(directory)
+        self._write_private(self.config_file, self._config_text())
+        self._write_private(self._passfile, f"*:*:*:{self.cluster.user}:{self.cluster.password}\n")
 
     def _config_text(self) -> str:
         return (
@@ -171,6 +176,7 @@ class BackupRepository:
     def _backup_with_progress(
         self, options: list[str], port: int, on_progress: Callable[[float], None]
     ) -> None:
+        self._write_config()
         argv = self._argv(["backup", *options, "--log-level-console=detail"], port=port)
         with subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self._env()
@@ -191,7 +197,7 @@ class BackupRepository:
     def info(self) -> Mapping[str, Any]:
         """pgBackRest's `info` for the stanza, as JSON; `BackupError` naming the problem
         when the repository is missing, unreadable or corrupt."""
-        if not self.repository.exists():
+        if not (self.repository / "backup").exists():
             raise BackupError(f"no backup repository at {self.repository}")
         out = self.run(["info", "--output=json"])
         try:
@@ -266,6 +272,7 @@ class BackupRepository:
         self.run(["verify"])
 
     def run(self, command: Sequence[str], *, port: int | None = None) -> str:
+        self._write_config()
         argv = self._argv(command, port=port)
         result = subprocess.run(argv, capture_output=True, text=True, env=self._env(), check=False)
         if result.returncode != 0:
