@@ -50,6 +50,7 @@ from memory.application.history.ports import (
 from memory.application.history.service import HistoryPorts
 from memory.application.history.watermarks import SweepWatermarks
 from memory.domain.audit.admin_action import Action, Actor, AuditedChange
+from memory.domain.durability.erasure_record import ErasureRecord
 from memory.domain.embedding import EmbeddingVector, ModelIdentity
 from memory.domain.history.chat_event import EMBEDDABLE_DECISIONS, EVENT_TYPE_MESSAGE, ChatEvent
 from memory.domain.history.conversation import ChatMessage
@@ -935,3 +936,23 @@ class InMemoryAuditTrail:
 
     def actions(self) -> list[str]:
         return [e.action for e in self.recorded]
+
+
+class InMemoryErasureJournal:
+    """The erasure journal (docs/adr/0106) in memory; `FileErasureJournal` runs the same
+    cases (tests/integration/durability/test_erasure_journal_file.py)."""
+
+    def __init__(self) -> None:
+        self.kept: list[ErasureRecord] = []
+
+    def append(self, record: ErasureRecord) -> None:
+        self.kept.append(record)
+
+    def records(self) -> list[ErasureRecord]:
+        return list(self.kept)
+
+    def prune(self, before: datetime) -> int:
+        kept = [r for r in self.kept if r.recorded_at >= before]
+        dropped = len(self.kept) - len(kept)
+        self.kept = kept
+        return dropped

@@ -62,6 +62,20 @@ class JournalingAuditTrail:
 
         return self._inner.record(actor, action, journaled)
 
+    def record_many(
+        self, actor: Actor, action: Action, change: Callable[[], tuple[T, list[AuditedChange]]]
+    ) -> T:
+        if action not in ERASURE_ACTIONS:
+            return self._inner.record_many(actor, action, change)
+
+        def journaled() -> tuple[T, list[AuditedChange]]:
+            result, audited = change()
+            for each in audited:
+                self._journal.append(ErasureRecord.of(action, each, self._clock()))
+            return result, audited
+
+        return self._inner.record_many(actor, action, journaled)
+
     def entries(self, query: AuditQuery) -> AuditPage:
         return self._inner.entries(query)
 
@@ -82,7 +96,7 @@ class HistoryErasure(Protocol):
 
 
 class PolicyDeletion(Protocol):
-    def delete(self, policy_id: str, *, actor: Actor) -> bool: ...
+    def delete(self, policy_id: str, *, actor: Actor, namespace: str | None = None) -> bool: ...
 
 
 class SenderDirectory(Protocol):
@@ -130,7 +144,7 @@ class ReapplyErasures:
         """True if the erasure removed something from the restored database."""
         if record.action is Action.POLICY_DELETED:
             try:
-                self._policies.delete(record.target, actor=actor)
+                self._policies.delete(record.target, actor=actor, namespace=record.namespace)
             except NotFound:
                 return False
             return True

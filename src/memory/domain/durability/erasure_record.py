@@ -35,6 +35,8 @@ class ErasureRecord:
     org_id: str | None = None
     event_ids: tuple[str, ...] = field(default=())
     sender_sha256: str | None = None
+    # A deleted policy's namespace ("global" or "org:<id>", docs/adr/0102).
+    namespace: str | None = None
 
     @classmethod
     def of(cls, action: Action, change: AuditedChange, at: datetime) -> ErasureRecord:
@@ -47,6 +49,7 @@ class ErasureRecord:
             org_id=change.org_id,
             event_ids=tuple(after.get("event_ids", ())),
             sender_sha256=after.get("sender_sha256"),
+            namespace=after.get("namespace") if action is Action.POLICY_DELETED else None,
         )
 
     def to_json(self) -> str:
@@ -61,6 +64,8 @@ class ErasureRecord:
             document["event_ids"] = list(self.event_ids)
         if self.sender_sha256 is not None:
             document["sender_sha256"] = self.sender_sha256
+        if self.namespace is not None:
+            document["namespace"] = self.namespace
         return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -73,6 +78,7 @@ class ErasureRecord:
             org_id=document.get("org_id"),
             event_ids=tuple(document.get("event_ids", ())),
             sender_sha256=document.get("sender_sha256"),
+            namespace=document.get("namespace"),
         )
 
 

@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from memory.domain.durability.erasure_record import ErasureRecord
 
@@ -29,10 +30,20 @@ class FileErasureJournal:
         self.path = path
 
     def append(self, record: ErasureRecord) -> None:
-        with self._lock(), self.path.open("a") as journal:
-            journal.write(record.to_json() + "\n")
+        with self._lock(), self.path.open("a+b") as journal:
+            # A line torn by a crash mid-append is ended, so this record stays whole.
+            journal.seek(0, 2)
+            torn = journal.tell() > 0 and self._last_byte(journal) != b"\n"
+            journal.write((("\n" if torn else "") + record.to_json() + "\n").encode())
             journal.flush()
             os.fsync(journal.fileno())
+
+    @staticmethod
+    def _last_byte(journal: BinaryIO) -> bytes:
+        journal.seek(-1, 2)
+        last = journal.read(1)
+        journal.seek(0, 2)
+        return last
 
     def records(self) -> list[ErasureRecord]:
         if not self.path.exists():
