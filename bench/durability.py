@@ -113,6 +113,22 @@ def events(org: str, first: int, count: int, start: datetime) -> list[dict[str, 
     return out
 
 
+def live(org: str, first: int, count: int) -> list[dict[str, Any]]:
+    """`count` messages from number `first`, written now (ingest as it happens)."""
+    now = datetime.now(UTC).isoformat()
+    return [
+        {
+            "event_id": f"{org}-{n}",
+            "provider": "slack",
+            "channel_id": "live",
+            "sender": f"user{n % 7}",
+            "text": f"message {n} about the quarterly budget review and shipping plans",
+            "occurred_at": now,
+        }
+        for n in range(first, first + count)
+    ]
+
+
 def load(client: httpx.Client, messages: int, policies: int) -> None:
     per_org = messages // ORGS
     start = datetime.now(UTC) - timedelta(hours=per_org // CONVERSATION + 2)
@@ -212,13 +228,12 @@ def make_primaries(root: Path) -> list[Primary]:
 
 
 def ingest_rate(primary: Primary, count: int, batch: int, round_: int) -> float:
-    start = datetime.now(UTC) - timedelta(days=1)
     with served(primary.home, **primary.env) as client:
         org = f"r{round_}"
-        client.post(f"/v1/orgs/{org}/chat-events", json={"events": events(org, 10**7, 1, start)})
+        client.post(f"/v1/orgs/{org}/chat-events", json={"events": live(org, 10**7, 1)})
         started = time.perf_counter()
         for first in range(0, count, batch):
-            chunk = events(org, first, batch, start)
+            chunk = live(org, first, batch)
             client.post(f"/v1/orgs/{org}/chat-events", json={"events": chunk}).raise_for_status()
         return count / (time.perf_counter() - started)
 
@@ -244,13 +259,12 @@ def bench_failover(root: Path, primary: Primary, batch: int) -> list[Row]:
     standby = root / "standby"
     acknowledged: list[int] = []
     stop = threading.Event()
-    start = datetime.now(UTC) - timedelta(days=1)
     with served(primary.home, **primary.env) as client:
 
         def ingest() -> None:
             n = 0
             while not stop.is_set():
-                chunk = events("failover", n * batch, batch, start)
+                chunk = live("failover", n * batch, batch)
                 try:
                     response = client.post(
                         "/v1/orgs/failover/chat-events", json={"events": chunk}, timeout=5
@@ -274,7 +288,7 @@ def bench_failover(root: Path, primary: Primary, batch: int) -> list[Row]:
     cli(standby, "db", "promote")
     promoted = time.perf_counter() - killed
     with served(standby) as client:
-        chunk = events("failover", 10**8, 1, start)
+        chunk = live("failover", 10**8, 1)
         client.post("/v1/orgs/failover/chat-events", json={"events": chunk}).raise_for_status()
         first_write = time.perf_counter() - killed
     cli(standby, "db", "start")

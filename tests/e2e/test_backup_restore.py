@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
+import pytest
 from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
 from tests.e2e.processes import HASH_MODELS, STARTUP_DEADLINE_SECONDS, memory_cli, terminate
 
@@ -197,33 +201,47 @@ def _mark(home: Path, n: int) -> None:
         conn.execute("INSERT INTO drill_marker VALUES (%s)", (n,))
 
 
-def test_restore_and_verify_refuse_bad_input_with_the_reason_and_change_nothing(
-    cluster_home: Path,
-) -> None:
-    home = cluster_home / "home"
+@dataclass(frozen=True)
+class BackedUp:
+    home: Path
+    before_backup: datetime
+
+
+@pytest.fixture(scope="module")
+def backed_up() -> Iterator[BackedUp]:
+    """A stopped home with the service's tables, one full backup, a row written before it
+    and one after (the tests below refuse restores on it and check nothing changed)."""
+    root = Path(tempfile.mkdtemp(prefix="memory-test-"))
+    root.chmod(0o755)
+    home = root / "home"
+    try:
+        assert memory_cli(home, "db", "start").returncode == 0
+        try:
+            assert memory_cli(home, "keys", "list").returncode == 0  # migrations
+            _mark(home, 1)
+            before_backup = datetime.now(UTC)
+            assert memory_cli(home, "db", "backup").returncode == 0
+            _mark(home, 2)
+        finally:
+            assert memory_cli(home, "db", "stop", "--force").returncode == 0
+        yield BackedUp(home, before_backup)
+    finally:
+        memory_cli(home, "db", "stop", "--force")
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _unchanged(home: Path) -> None:
+    """Both rows, and no restore left half-done."""
     assert memory_cli(home, "db", "start").returncode == 0
     try:
-        # Migrations, so that `verify` finds the service's tables.
-        assert memory_cli(home, "keys", "list").returncode == 0
-        _mark(home, 1)
-        empty = memory_cli(home, "db", "restore", "--latest")
-        assert empty.returncode == 1 and "a server" not in empty.stderr
-        assert "holds no backup yet" in memory_cli(home, "db", "verify").stderr
-        before_backup = datetime.now(UTC)
-        assert memory_cli(home, "db", "backup").returncode == 0
-        _mark(home, 2)
-
-        owned = memory_cli(home, "db", "restore", "--latest")
-        assert owned.returncode == 1
-        assert "is running (memory db start" in owned.stderr, owned.stderr
         assert _marker(home) == [(1,), (2,)]
-
-        verified = _cli_json(home, "db", "verify")
-        assert verified["verified"] is True and verified["tables_read"] > 5
-        assert verified["events_read"] >= 0
     finally:
-        assert memory_cli(home, "db", "stop").returncode == 0
+        memory_cli(home, "db", "stop")
+    assert not (EmbeddedPostgres(home).paths.data.parent / "data.restore").exists()
 
+
+def test_restore_refuses_times_no_backup_reaches_with_the_reason(backed_up: BackedUp) -> None:
+    home = backed_up.home
     unparsable = memory_cli(home, "db", "restore", "--until", "yesterday")
     assert unparsable.returncode == 2 and "--until" in unparsable.stderr
     zoneless = memory_cli(home, "db", "restore", "--until", "2026-01-01T00:00:00")
@@ -231,10 +249,33 @@ def test_restore_and_verify_refuse_bad_input_with_the_reason_and_change_nothing(
     future = datetime.now(UTC) + timedelta(days=1)
     ahead = memory_cli(home, "db", "restore", "--until", future.isoformat())
     assert ahead.returncode == 1 and "is in the future" in ahead.stderr
-    early = memory_cli(home, "db", "restore", "--until", before_backup.isoformat())
+    early = memory_cli(home, "db", "restore", "--until", backed_up.before_backup.isoformat())
     assert early.returncode == 1 and "before the oldest backup" in early.stderr
+    _unchanged(home)
 
-    # A corrupt repository: the backup's largest file cut short.
+
+def test_restore_refuses_a_home_a_server_runs_on_and_verify_reads_the_backup(
+    backed_up: BackedUp,
+) -> None:
+    home = backed_up.home
+    assert memory_cli(home, "db", "start").returncode == 0
+    try:
+        owned = memory_cli(home, "db", "restore", "--latest")
+        assert owned.returncode == 1
+        assert "is running (memory db start" in owned.stderr, owned.stderr
+        assert _marker(home) == [(1,), (2,)]
+    finally:
+        assert memory_cli(home, "db", "stop").returncode == 0
+    verified = _cli_json(home, "db", "verify")
+    assert verified["verified"] is True and verified["tables_read"] > 5
+    _unchanged(home)
+
+
+def test_a_corrupt_repository_fails_restore_and_verify_and_changes_nothing(
+    backed_up: BackedUp,
+) -> None:
+    home = backed_up.home
+    # The backup's largest file cut short.
     repository = home / "backups" / "backup" / "memory"
     largest = max(
         (p for p in repository.glob("*F/pg_data/**/*") if p.is_file()),
@@ -245,14 +286,16 @@ def test_restore_and_verify_refuse_bad_input_with_the_reason_and_change_nothing(
     assert corrupt.returncode == 1, corrupt.stderr
     assert "nothing was changed" in corrupt.stderr
     assert memory_cli(home, "db", "verify").returncode == 1
+    _unchanged(home)
 
-    # After all of that the home is as it was: both rows, no restore left half-done.
+
+def test_restore_and_verify_of_a_home_without_backups_say_so(cluster_home: Path) -> None:
+    home = cluster_home / "home"
     assert memory_cli(home, "db", "start").returncode == 0
-    try:
-        assert _marker(home) == [(1,), (2,)]
-    finally:
-        memory_cli(home, "db", "stop")
-    assert not (EmbeddedPostgres(home).paths.data.parent / "data.restore").exists()
+    assert memory_cli(home, "db", "stop").returncode == 0
+    empty = memory_cli(home, "db", "restore", "--latest")
+    assert empty.returncode == 1 and "holds no backup yet" in empty.stderr
+    assert "holds no backup yet" in memory_cli(home, "db", "verify").stderr
 
 
 BATCH = 10
