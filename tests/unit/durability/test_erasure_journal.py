@@ -11,11 +11,12 @@ import pytest
 from tests.fakes import InMemoryAuditTrail, InMemoryErasureJournal
 
 from memory.application.durability.erasure_journal import JournalingAuditTrail, ReapplyErasures
-from memory.domain.audit.admin_action import Action, Actor, AuditedChange, sender_digest
+from memory.domain.audit.admin_action import Action, Actor, AuditedChange, sender_reference
 from memory.domain.durability.erasure_record import COMMIT_MARGIN, ErasureRecord, to_reapply
 from memory.domain.errors import NotFound
 
 ACTOR = Actor("cli", "test")
+KEY = b"k" * 32
 T = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
@@ -27,11 +28,11 @@ def test_a_record_keeps_ids_and_digests_from_the_audited_change_and_no_counts() 
     by_sender = AuditedChange(
         target="acme",
         before=None,
-        after={"by": "sender", "sender_sha256": "ab" * 32, "events_deleted": 3},
+        after={"by": "sender", "sender_hmac": "ab" * 32, "events_deleted": 3},
         org_id="acme",
     )
     record = ErasureRecord.of(Action.HISTORY_ERASED, by_sender, T)
-    assert record.sender_sha256 == "ab" * 32 and record.event_ids == ()
+    assert record.sender_hmac == "ab" * 32 and record.event_ids == ()
     assert "events_deleted" not in record.to_json()
     deleted = AuditedChange(
         target="refunds", before={"version": 1}, after={"namespace": "org:acme", "version": 2}
@@ -121,7 +122,11 @@ def test_reapplying_counts_only_erasures_that_removed_something_and_finds_sender
         ErasureRecord(after, Action.ORG_ERASED, "globex", "globex"),
         ErasureRecord(after, Action.ORG_ERASED, "initech", "initech"),  # nothing there
         ErasureRecord(
-            after, Action.HISTORY_ERASED, "acme", "acme", sender_sha256=sender_digest("acme", "ali")
+            after,
+            Action.HISTORY_ERASED,
+            "acme",
+            "acme",
+            sender_hmac=sender_reference(KEY, "acme", "ali"),
         ),
         ErasureRecord(after, Action.HISTORY_ERASED, "acme", "acme", event_ids=("a1",)),
         ErasureRecord(after, Action.POLICY_DELETED, "refunds", "acme", namespace="org:acme"),
@@ -129,7 +134,10 @@ def test_reapplying_counts_only_erasures_that_removed_something_and_finds_sender
         ErasureRecord(T - timedelta(hours=1), Action.ORG_ERASED, "acme", "acme"),  # before T
     ):
         journal.append(record)
-    report = ReapplyErasures(journal, history, policies, history)(T, actor=ACTOR)
+    reapply = ReapplyErasures(
+        journal, history, policies, history, lambda o, s: sender_reference(KEY, o, s)
+    )
+    report = reapply(T, actor=ACTOR)
     assert (report.considered, report.reapplied) == (6, 4)
     assert report.by_action == {"org.erased": 1, "history.erased": 2, "policy.deleted": 1}
     assert history.events == {"acme": {}} and policies.live == set()

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
 from memory.application.audit.ports import AuditPage, AuditQuery, AuditTrail
-from memory.domain.audit.admin_action import Action, Actor, AuditedChange, sender_digest
+from memory.domain.audit.admin_action import Action, Actor, AuditedChange
 from memory.domain.durability.erasure_record import ERASURE_ACTIONS, ErasureRecord, to_reapply
 from memory.domain.errors import NotFound
 
@@ -124,11 +124,15 @@ class ReapplyErasures:
         history: HistoryErasure,
         policies: PolicyDeletion,
         senders: SenderDirectory,
+        sender_reference: Callable[[str, str], str],
     ) -> None:
+        """`sender_reference(org_id, sender)`: how the audit log (and so the journal) names
+        an erased sender, under the restored database's own key (docs/adr/0100)."""
         self._journal = journal
         self._history = history
         self._policies = policies
         self._senders = senders
+        self._sender_reference = sender_reference
 
     def __call__(self, restored_to: datetime, *, actor: Actor) -> ReapplyReport:
         records = to_reapply(self._journal.records(), restored_to)
@@ -157,7 +161,7 @@ class ReapplyErasures:
             )
         removed = False
         for sender in self._senders.senders(org_id):
-            if sender_digest(org_id, sender) == record.sender_sha256:
+            if self._sender_reference(org_id, sender) == record.sender_hmac:
                 report = self._history.erase_events(org_id, sender=sender, actor=actor)
                 removed = _removed(report) or removed
         return removed

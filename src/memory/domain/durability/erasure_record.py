@@ -4,8 +4,8 @@ A restore brings the database back as it was at its target time, so an org, a se
 events or a policy erased after that time would come back. Each erasure therefore also goes
 into a journal outside the database (beside the backups), and `memory db restore` re-applies
 every one recorded after its target. A record names what was erased the way the audit log
-does: org ids, event ids, policy ids and a digest of a sender, never chat text or policy
-content (docs/adr/0106).
+does: org ids, event ids, policy ids and the keyed hash of a sender (docs/adr/0100), never
+chat text or policy content (docs/adr/0106).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class ErasureRecord:
     target: str
     org_id: str | None = None
     event_ids: tuple[str, ...] = field(default=())
-    sender_sha256: str | None = None
+    sender_hmac: str | None = None
     # A deleted policy's namespace ("global" or "org:<id>", docs/adr/0102).
     namespace: str | None = None
 
@@ -48,7 +48,7 @@ class ErasureRecord:
             target=change.target,
             org_id=change.org_id,
             event_ids=tuple(after.get("event_ids", ())),
-            sender_sha256=after.get("sender_sha256"),
+            sender_hmac=after.get("sender_hmac"),
             namespace=after.get("namespace") if action is Action.POLICY_DELETED else None,
         )
 
@@ -62,8 +62,8 @@ class ErasureRecord:
             document["org_id"] = self.org_id
         if self.event_ids:
             document["event_ids"] = list(self.event_ids)
-        if self.sender_sha256 is not None:
-            document["sender_sha256"] = self.sender_sha256
+        if self.sender_hmac is not None:
+            document["sender_hmac"] = self.sender_hmac
         if self.namespace is not None:
             document["namespace"] = self.namespace
         return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
@@ -77,7 +77,7 @@ class ErasureRecord:
             target=document["target"],
             org_id=document.get("org_id"),
             event_ids=tuple(document.get("event_ids", ())),
-            sender_sha256=document.get("sender_sha256"),
+            sender_hmac=document.get("sender_hmac"),
             namespace=document.get("namespace"),
         )
 
