@@ -46,6 +46,7 @@ bench: setup-dev
 	$(PY) bench/history.py
 	$(PY) bench/full_text.py
 	$(PY) bench/org_directory.py
+	$(PY) bench/relevance.py
 	$(PY) bench/answers.py
 	$(PY) bench/bodies.py
 	$(PY) bench/tenants.py
