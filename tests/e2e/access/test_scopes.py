@@ -143,6 +143,13 @@ async def _seed(running: Running) -> None:
         "/v1/policies", json={"policy_id": "seed", "content": "Reset passwords every 90 days."}
     )
     assert stored.status_code == 201, stored.text
+    # An org's key writes its org's own policies (docs/adr/0102): the seed is there too.
+    own = await running.admin.post(
+        "/v1/policies",
+        params={"namespace": f"org:{OWN}"},
+        json={"policy_id": "seed", "content": "Reset passwords every 30 days."},
+    )
+    assert own.status_code == 201, own.text
     for org in (OWN, OTHER):
         ingested = await running.admin.post(
             f"/v1/orgs/{org}/chat-events", json={"events": [_event(f"seed-{org}")]}
