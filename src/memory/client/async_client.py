@@ -185,6 +185,7 @@ class AsyncMemoryClient:
         query: str,
         *,
         similarity_threshold: float | None = None,
+        min_relevance: float | None = None,
         page_size: int | None = None,
         filter: Mapping[str, Any] | None = None,
         namespace: str | None = None,
@@ -195,6 +196,7 @@ class AsyncMemoryClient:
             page = await self.search_policies(
                 query,
                 similarity_threshold=similarity_threshold,
+                min_relevance=min_relevance,
                 limit=page_size,
                 cursor=cursor,
                 filter=filter,

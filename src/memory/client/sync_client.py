@@ -182,6 +182,7 @@ class MemoryClient:
         query: str,
         *,
         similarity_threshold: float | None = None,
+        min_relevance: float | None = None,
         page_size: int | None = None,
         filter: Mapping[str, Any] | None = None,
         namespace: str | None = None,
@@ -192,6 +193,7 @@ class MemoryClient:
             page = self.search_policies(
                 query,
                 similarity_threshold=similarity_threshold,
+                min_relevance=min_relevance,
                 limit=page_size,
                 cursor=cursor,
                 filter=filter,

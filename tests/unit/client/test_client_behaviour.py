@@ -208,3 +208,33 @@ def test_sweep_status_sends_its_page_and_reads_the_totals() -> None:
     assert status.waiting.oldest_age_seconds == 12.5
     assert seen[0].url.path == "/v1/orgs/acme/sweep"
     assert dict(seen[0].url.params) == {"limit": "2", "cursor": "c1"}
+
+
+def test_min_relevance_is_sent_to_both_searches_and_relevance_read_back() -> None:
+    hit = {
+        "event_id": "m1",
+        "provider": "slack",
+        "channel_id": "C1",
+        "sender": "ali",
+        "text": "the forklift broke",
+        "occurred_at": "2026-11-30T12:00:00+00:00",
+        "matched_by": "semantic",
+        "similarity": 0.84,
+        "relevance": 3.2,
+        "window_id": RECEIPT["embedding_ref"],
+    }
+    history = {"results": [hit], "semantic": "on", "org_known": True, "model": "hash:1024"}
+    policies = {
+        "results": [],
+        "next_cursor": None,
+        "model": "hash:384",
+        "similarity_threshold": 0.0,
+        "min_relevance": 2.5,
+    }
+    handler, seen = scripted(httpx.Response(200, json=history), httpx.Response(200, json=policies))
+    memory = client(handler, [])
+    answer = memory.search_history("acme", "forklift", min_relevance=2.5)
+    assert seen[0].url.params["min_relevance"] == "2.5"
+    assert answer.results[0].relevance == 3.2
+    assert memory.search_policies("forklift", min_relevance=2.5).min_relevance == 2.5
+    assert json.loads(seen[1].content)["min_relevance"] == 2.5
