@@ -182,3 +182,49 @@ def test_slices_take_orgs_round_robin(make_runtime, kit) -> None:
     orgs = [v.partition.org_id for v in taken]
     # Every org's longest-waiting partition first, then every org's second (ties: org id).
     assert orgs == ["big", "o1", "o2", "o3", "big", "o1"]
+
+
+def test_many_orgs_an_idle_pass_reads_nothing_and_every_org_gets_a_turn(
+    make_runtime, kit, clock
+) -> None:
+    """Issue 16 item 7 at a small but telling size: 20 orgs x 10 channels. After the first
+    pass, a pass with nothing new reads no partition; then one org gets a backlog and every
+    other org one new window: each of those is embedded in the first slices, round-robin,
+    before the backlog org's second turn."""
+    model = FakeModel(dimensions=1024)
+    runtime: HistoryRuntime = make_runtime(model)
+    kit.enable_semantic(runtime)
+    orgs = [f"org{o:02d}" for o in range(20)]
+    for org in orgs:
+        runtime.service.ingest(org, channels(kit, org, 10))
+    log = CountingLog(runtime.events)
+    sweeper = kit.sweeper(runtime, events=log, slice_partitions=8, visit_windows=4, batch_windows=4)
+    assert sweeper.run_pass().windows_embedded == 200
+    log.reads.clear()
+    idle = sweeper.run_pass()
+    assert (idle.partitions, idle.slices, log.reads) == (0, 0, [])
+    assert sweeper.backlog().partitions == 0
+
+    minute = 1000
+    runtime.service.ingest(
+        "org00",
+        [
+            kit.message(
+                f"big-{c}-{w}", 400 + w * 31, f"backlog item {w} of channel {c}", channel=f"C{c}"
+            )
+            for c in range(10)
+            for w in range(30)
+        ],
+    )
+    for org in orgs[1:]:
+        runtime.service.ingest(
+            org, [kit.message(f"{org}-new", minute, f"news for {org}: the parcel arrived damaged")]
+        )
+    model.document_calls.clear()
+    report = sweeper.run_pass()
+    assert report.windows_embedded == 10 * 30 + 19
+    order = model.attempted
+    served = [next(i for i, t in enumerate(order) if f"news for {org}" in t) for org in orgs[1:]]
+    # 20 orgs due at once, 8 partitions a slice, org00 one turn in each: the other 19 orgs
+    # are all served within the first 3 slices (<= 3 x 4 windows of org00 before them).
+    assert max(served) < 19 + 3 * 4

@@ -92,9 +92,9 @@ POISON_EVENTS_PER_READ = 100
 # (docs/adr/0090). A slice's visits end before the next slice looks again for what is due,
 # so work that arrives meanwhile waits at most one slice.
 SLICE_PARTITIONS = 32
-# Windows one visit consumes at most before the partition goes back to the end of the queue
-# (due again at once): bounds a slice to SLICE_PARTITIONS x VISIT_WINDOWS windows, however
-# large one org's backlog is.
+# Windows one visit consumes before the partition goes back to the end of the queue (due
+# again at once; checked between batches, so a visit does at least one batch): bounds a
+# slice to about SLICE_PARTITIONS x VISIT_WINDOWS windows, however large one org's backlog.
 VISIT_WINDOWS = 64
 # Orgs the pass' backlog names (the longest waiting); the rest are counted only.
 BACKLOG_TOP_ORGS = 5
@@ -130,6 +130,8 @@ class PartitionReport:
     unfinished: bool = False
     # When the partition's first open window closes by its gap alone (None: none open).
     tail_closes_at: datetime | None = None
+    # The org's flags were read (on) when the slice started: the first batch needs no check.
+    flags_fresh: bool = False
 
     @property
     def windows_consumed(self) -> int:
@@ -337,14 +339,18 @@ class Sweeper:
         a visit could work (so another slice may find more)."""
         outcomes: list[VisitOutcome] = []
         moved = False
+        layers = self._flags.layers_of(sorted({v.partition.org_id for v in due}))
         for visit in due:
             if stop is not None and stop.is_set():
                 break
-            with locks.hold(visit.partition, self._model_id) as held:
-                if held:
-                    part = self._sweep_partition(visit.partition, model_down, stop)
-                else:
-                    part = PartitionReport(visit.partition, busy=True)
+            if not layers[visit.partition.org_id].semantic_search:
+                part = PartitionReport(visit.partition, interrupted=Interruption.DISABLED)
+            else:
+                with locks.hold(visit.partition, self._model_id) as held:
+                    if held:
+                        part = self._sweep_partition(visit.partition, model_down, stop)
+                    else:
+                        part = PartitionReport(visit.partition, busy=True)
             report.add(part)
             if progress is not None:
                 progress.partition_done(part)
@@ -369,7 +375,7 @@ class Sweeper:
     def _sweep_partition(
         self, partition: Partition, model_down: list[str], stop: threading.Event | None
     ) -> PartitionReport:
-        report = PartitionReport(partition)
+        report = PartitionReport(partition, flags_fresh=True)
         watermark = self._watermarks.get(partition, self._model_id)
         try:
             while self._step_or_read_again(watermark, report, model_down, stop):
@@ -389,7 +395,8 @@ class Sweeper:
                 stopped.reason,
                 report.windows_embedded,
             )
-        report.lag_events = self._events.count_unconsumed(partition, watermark.mark)
+        if report.lag_events is None or report.interrupted or report.unfinished:
+            report.lag_events = self._events.count_unconsumed(partition, watermark.mark)
         if self._directory is not None:
             self._directory.record_visit(self._visit(watermark, report))
         return report
@@ -430,11 +437,15 @@ class Sweeper:
             watermark.partition,
         )
 
-    def _interruption(self, partition: Partition, stop: threading.Event | None) -> str | None:
-        """Why the pass must not go on with `partition` now, if it must not."""
+    def _interruption(self, report: PartitionReport, stop: threading.Event | None) -> str | None:
+        """Why the pass must not go on with the partition now, if it must not. The slice
+        read the flags of its orgs when it started: the visit's first batch goes by that."""
         if stop is not None and stop.is_set():
             return Interruption.SHUTDOWN
-        if not self._flags.layers(partition.org_id).semantic_search:
+        if report.flags_fresh:
+            report.flags_fresh = False
+            return None
+        if not self._flags.layers(report.partition.org_id).semantic_search:
             return Interruption.DISABLED
         return None
 
@@ -479,6 +490,10 @@ class Sweeper:
                 if main.read.complete or not swept.closed:
                     report.windows_open += swept.open_windows
                     report.tail_closes_at = swept.closes_at()
+                    if main.read.complete:
+                        # All of the stream was read and its closed windows consumed: what
+                        # is left unconsumed is the open windows' messages (no count query).
+                        report.lag_events = swept.open_messages
                     return False
                 return True
             mark = mark.begin_late(main.horizon_seq)
@@ -526,7 +541,7 @@ class Sweeper:
         start = 0
         while start < len(closed):
             end, wanted, texts, tokens = start, list[ConversationWindow](), list[str](), 0
-            interrupted = self._interruption(watermark.partition, stop)
+            interrupted = self._interruption(report, stop)
             if interrupted is not None:
                 raise _Stopped(interrupted)
             if report.windows_consumed >= self._visit_windows:

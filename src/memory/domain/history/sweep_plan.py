@@ -115,6 +115,8 @@ class SweepPlan:
     open_windows: int
     # The last message of the first open window (None: no open window).
     open_since: datetime | None = None
+    # Messages in the open windows (what waits after the closed ones are consumed).
+    open_messages: int = 0
 
     def closes_at(self) -> datetime | None:
         """The first instant at which the first open window is closed by its gap alone (a
@@ -143,4 +145,5 @@ def plan(read: PartitionRead, *, now: datetime, budget: TokenBudget) -> SweepPla
         closed.append(window)
     waiting = windows[len(closed) :]
     open_since = waiting[0].last.occurred_at if waiting else None
-    return SweepPlan(read, tuple(closed), len(waiting), open_since)
+    open_messages = sum(len(w.messages) for w in waiting)
+    return SweepPlan(read, tuple(closed), len(waiting), open_since, open_messages)
