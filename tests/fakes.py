@@ -516,6 +516,10 @@ class InMemoryPartitionLocks:
     def hold(self, partition: Partition, model: str) -> Iterator[bool]:
         yield partition not in self.busy
 
+    @contextmanager
+    def hold_all(self, partitions: Sequence[Partition], model: str) -> Iterator[set[Partition]]:
+        yield {p for p in partitions if p not in self.busy}
+
 
 class InMemoryRetention:
     """`RetentionStore`: days per org; purge deletes events and the rows covering them."""

@@ -79,6 +79,9 @@ class CrashOnce:
     def get(self, partition, model):
         return self.inner.get(partition, model)
 
+    def get_many(self, partitions, model):
+        return self.inner.get_many(partitions, model)
+
     def store(self, watermark: SweepWatermark) -> None:
         if not self.crashed:
             self.crashed = True

@@ -171,6 +171,12 @@ class WatermarkRepository(Protocol):
         """The partition's watermark for `model`; a new (empty) one if none was saved."""
         ...
 
+    def get_many(
+        self, partitions: Sequence[Partition], model: str
+    ) -> dict[Partition, SweepWatermark]:
+        """`get` for each of `partitions`, loaded together (a slice's visits)."""
+        ...
+
     def store(self, watermark: SweepWatermark) -> None: ...
 
 
@@ -185,6 +191,13 @@ class PartitionLocks(Protocol):
     def hold(self, partition: Partition, model: str) -> AbstractContextManager[bool]:
         """Exclusive right to sweep a partition for a model, held until the block ends;
         yields False when another sweeper holds it."""
+        ...
+
+    def hold_all(
+        self, partitions: Sequence[Partition], model: str
+    ) -> AbstractContextManager[set[Partition]]:
+        """`hold` for several partitions at once (a slice's): yields those held, all
+        released when the block ends."""
         ...
 
 

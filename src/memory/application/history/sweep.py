@@ -336,21 +336,41 @@ class Sweeper:
         progress: SweepProgress | None,
     ) -> bool:
         """Visit a slice's partitions; record where each visit left its partition. True when
-        a visit could work (so another slice may find more)."""
+        a visit could work (so another slice may find more). The slice takes its partitions'
+        locks, flags and watermarks together (a few statements, not a few per partition,
+        docs/adr/0091) and holds the locks until its last visit ends."""
+        layers = self._flags.layers_of(sorted({v.partition.org_id for v in due}))
+        enabled = [v.partition for v in due if layers[v.partition.org_id].semantic_search]
+        with locks.hold_all(enabled, self._model_id) as held:
+            mine = [p for p in enabled if p in held]
+            watermarks = self._watermarks.get_many(mine, self._model_id)
+            busy = set(enabled) - held
+            return self._visit_all(due, watermarks, busy, report, model_down, stop, progress)
+
+    def _visit_all(
+        self,
+        due: Sequence[DueVisit],
+        watermarks: dict[Partition, SweepWatermark],
+        busy: set[Partition],
+        report: SweepReport,
+        model_down: list[str],
+        stop: threading.Event | None,
+        progress: SweepProgress | None,
+    ) -> bool:
+        """Visit the held partitions in the slice's order; the others are reported busy
+        (another sweeper holds them) or off (their org's semantic search is)."""
         outcomes: list[VisitOutcome] = []
         moved = False
-        layers = self._flags.layers_of(sorted({v.partition.org_id for v in due}))
         for visit in due:
             if stop is not None and stop.is_set():
                 break
-            if not layers[visit.partition.org_id].semantic_search:
-                part = PartitionReport(visit.partition, interrupted=Interruption.DISABLED)
+            watermark = watermarks.get(visit.partition)
+            if watermark is not None:
+                part = self._sweep_partition(watermark, model_down, stop)
+            elif visit.partition in busy:
+                part = PartitionReport(visit.partition, busy=True)
             else:
-                with locks.hold(visit.partition, self._model_id) as held:
-                    if held:
-                        part = self._sweep_partition(visit.partition, model_down, stop)
-                    else:
-                        part = PartitionReport(visit.partition, busy=True)
+                part = PartitionReport(visit.partition, interrupted=Interruption.DISABLED)
             report.add(part)
             if progress is not None:
                 progress.partition_done(part)
@@ -373,10 +393,10 @@ class Sweeper:
     # One partition ----------------------------------------------------------------------
 
     def _sweep_partition(
-        self, partition: Partition, model_down: list[str], stop: threading.Event | None
+        self, watermark: SweepWatermark, model_down: list[str], stop: threading.Event | None
     ) -> PartitionReport:
+        partition = watermark.partition
         report = PartitionReport(partition, flags_fresh=True)
-        watermark = self._watermarks.get(partition, self._model_id)
         try:
             while self._step_or_read_again(watermark, report, model_down, stop):
                 pass

@@ -7,7 +7,7 @@ with the policy context's application in the same database.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from eventsourcing.application import AggregateNotFoundError, Application
@@ -43,6 +43,13 @@ class SweepWatermarks(Application[uuid.UUID]):
 
     def get(self, partition: Partition, model: str) -> SweepWatermark:
         return self.find(partition, model) or new_watermark(partition, model)
+
+    def get_many(
+        self, partitions: Sequence[Partition], model: str
+    ) -> dict[Partition, SweepWatermark]:
+        """`get` for each partition (one load each here; the PostgreSQL store loads them
+        all in two statements, docs/adr/0091)."""
+        return {p: self.get(p, model) for p in partitions}
 
     def store(self, watermark: SweepWatermark) -> None:
         """Save the watermark's pending events atomically (none pending: nothing happens)."""

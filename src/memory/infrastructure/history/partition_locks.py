@@ -4,8 +4,8 @@ while it is held)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 
 import psycopg
 from psycopg import errors
@@ -45,6 +45,30 @@ class _Session:
         finally:
             if held:
                 self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+
+    @contextmanager
+    def hold_all(self, partitions: Sequence[Partition], model: str) -> Iterator[set[Partition]]:
+        """Without waiting: one statement tries every lock, one releases those held. (Two
+        partitions whose keys collide are both held: session locks count per call.)"""
+        if self._wait:
+            with ExitStack() as stack:
+                yield {p for p in partitions if stack.enter_context(self.hold(p, model))}
+            return
+        keys = [lock_key(p, model) for p in partitions]
+        rows = self._conn.execute(
+            "SELECT pg_try_advisory_lock(%s, k) FROM unnest(%s::int[]) WITH ORDINALITY AS"
+            " t(k, i) ORDER BY i",
+            (SWEEP_LOCK_CLASS, keys),
+        ).fetchall()
+        held = [p for p, row in zip(partitions, rows, strict=True) if row[0]]
+        try:
+            yield set(held)
+        finally:
+            if held:
+                self._conn.execute(
+                    "SELECT pg_advisory_unlock(%s, k) FROM unnest(%s::int[]) AS t(k)",
+                    (SWEEP_LOCK_CLASS, [lock_key(p, model) for p in held]),
+                )
 
 
 class AdvisoryPartitionLocks:
