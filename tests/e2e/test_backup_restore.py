@@ -182,6 +182,14 @@ def test_restore_drill_until_a_moment_reapplies_later_erasures_and_embeds_nothin
         time.sleep(1.0)
         assert api.windows_embedded() == 1
         assert api.texts_embedded() == 2
+        # /metrics tells when the newest backup finished (docs/adr/0108).
+        age = re.search(
+            r"^memory_backup_last_success_timestamp_seconds (\S+)$",
+            api.call("GET", "/metrics").text,
+            re.MULTILINE,
+        )
+        stopped = datetime.fromisoformat(backup["backup"]["stopped_at"]).timestamp()
+        assert age is not None and float(age[1]) == stopped
     finally:
         terminate(api.proc)
     assert not EmbeddedPostgres(home).running()

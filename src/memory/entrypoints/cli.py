@@ -42,12 +42,14 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from memory.entrypoints.admin_key import ensure_admin_key
+    from memory.entrypoints.backup_age import install_backup_age
     from memory.entrypoints.bootstrap import Services, build_services
     from memory.entrypoints.database_url import database_url
     from memory.entrypoints.http.app import create_app, request_shutdown
 
     settings: Settings = args.settings
     signal.signal(signal.SIGTERM, _raise_shutdown)
+    install_backup_age(settings)
     with database_url(settings) as url:
         try:
             preflight(settings, url)

@@ -236,6 +236,23 @@ class BackupRepository:
             )
         return result
 
+    def last_backup_stopped(self) -> float | None:
+        """When the newest backup in the repository finished (Unix time), from pgBackRest's
+        own `backup.info`: a file read, no command run (for /metrics, on every scrape)."""
+        try:
+            text = (self.repository / "backup" / STANZA / "backup.info").read_text()
+        except OSError:
+            return None
+        stops: list[float] = []
+        section = ""
+        for line in text.splitlines():
+            if line.startswith("["):
+                section = line.strip()
+            elif section == "[backup:current]" and "=" in line:
+                with contextlib.suppress(ValueError, TypeError, KeyError):
+                    stops.append(float(json.loads(line.split("=", 1)[1])["backup-timestamp-stop"]))
+        return max(stops) if stops else None
+
     def archived_until(self) -> datetime | None:
         """When the newest archived WAL segment reached the repository: nothing written
         after it can be restored yet (at most ARCHIVE_TIMEOUT_SECONDS while running)."""
