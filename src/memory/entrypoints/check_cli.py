@@ -56,6 +56,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="least overall recall (0..1) for success; default 0 (report only)",
     )
     check.add_argument("--k", type=int, default=DEFAULT_K, help="results per question")
+    check.add_argument(
+        "--no-precision",
+        action="store_true",
+        help="recall table only (the precision set embeds 432 more texts)",
+    )
     check.set_defaults(func=_check)
 
 
@@ -81,11 +86,11 @@ def _check(args: argparse.Namespace) -> int:
         except (InvalidModelSpec, EmbeddingError) as exc:
             error(f"--model: {exc}")
             return 2
-        precision_set = load_precision_set()
+        precision_set = None if args.no_precision else load_precision_set()
         with database_url(settings, create=False) as url:
             database = Database(url, min_size=1, max_size=1, timeout=settings.database_timeout)
             database.open()
-            total = len(data.queries) + len(precision_set.queries)
+            total = len(data.queries) + (len(precision_set.queries) if precision_set else 0)
             bar = tqdm(total=total, unit="question", desc=f"check {args.model}")
             try:
                 table = check_model(
@@ -95,8 +100,12 @@ def _check(args: argparse.Namespace) -> int:
                     k=args.k,
                     on_question=lambda: bar.update(),
                 )
-                precision = check_precision(
-                    model, precision_set, k=PRECISION_K, on_question=lambda: bar.update()
+                precision = (
+                    None
+                    if precision_set is None
+                    else check_precision(
+                        model, precision_set, k=PRECISION_K, on_question=lambda: bar.update()
+                    )
                 )
             except EmbeddingError as exc:
                 error(f"{args.model} failed: {type(exc).__name__}: {exc.message}")
@@ -104,7 +113,8 @@ def _check(args: argparse.Namespace) -> int:
             else:
                 passed = table.overall_semantic >= args.threshold
                 document = _document(table, model.identity.id, args.threshold, passed)
-                document["precision"] = _precision_document(precision)
+                if precision is not None:
+                    document["precision"] = _precision_document(precision)
                 _record(database, model.identity.id, table, precision, args.threshold, passed)
             finally:
                 model.save()
@@ -120,7 +130,7 @@ def _record(
     database: Database,
     model: str,
     table: RecallTable,
-    precision: PrecisionReport,
+    precision: PrecisionReport | None,
     threshold: float,
     passed: bool,
 ) -> None:
@@ -137,7 +147,9 @@ def _record(
         "recall": round(table.overall_semantic, 3),
         "cross_lingual_recall": round(table.cross_lingual_semantic, 3),
         "full_text_recall": round(table.overall_full_text, 3),
-        "precision": {
+        "precision": None
+        if precision is None
+        else {
             "k": precision.unfiltered.k,
             "min_relevance": precision.rule.min_relevance,
             "min_best_relevance": precision.rule.min_best,
