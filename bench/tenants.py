@@ -68,6 +68,8 @@ STATUS_REPEATS = 20
 DEEP = (10, 1_000)  # channels x windows: the throughput baseline
 WIDE_CHANNELS = 10_000  # x 1 window
 CHANNELS_PER_SMALL_ORG = 10
+# The backlog org's channels: 100,000 messages are 250 windows in each, 6 days of them.
+BACKLOG_CHANNELS = 100
 
 
 @dataclass
@@ -405,7 +407,7 @@ def fairness(
     url: str, rng: random.Random, model: PrecomputedQueries, args: argparse.Namespace
 ) -> str:
     start = datetime.now(UTC) - timedelta(days=26)
-    channels = 10
+    channels = BACKLOG_CHANNELS
     per_channel = args.backlog // (channels * MESSAGES_PER_WINDOW)
     backlog_windows = channels * per_channel
     with opened(url) as database, runtime_on(database, model) as runtime:
