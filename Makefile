@@ -50,6 +50,7 @@ bench: setup-dev
 	$(PY) bench/answers.py
 	$(PY) bench/bodies.py
 	$(PY) bench/tenants.py
+	$(PY) bench/sweep_work.py
 	$(PY) bench/durability.py
 
 clean:
