@@ -1,12 +1,16 @@
 """The backup age /metrics reports (docs/adr/0108) comes from pgBackRest's `backup.info`:
-the newest backup's stop time, no sample before the first backup."""
+the newest backup's stop time, no sample before the first backup; and without pgBackRest a
+command says how to install it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memory.infrastructure.postgres.pgbackrest import (
     STANZA,
+    BackupError,
     BackupRepository,
     ClusterLocation,
 )
@@ -46,3 +50,11 @@ def test_the_newest_backup_s_stop_time_and_none_before_the_first(tmp_path: Path)
     assert _repository(tmp_path / "none", None).last_backup_stopped() is None
     assert _repository(tmp_path / "empty", HEADER).last_backup_stopped() is None
     assert _repository(tmp_path / "two", HEADER + CURRENT).last_backup_stopped() == 1796172607
+
+
+def test_without_pgbackrest_a_command_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(BackupError, match="pgBackRest is not installed"):
+        _repository(tmp_path, HEADER).info()

@@ -289,6 +289,7 @@ class BackupRepository:
         self.run(["verify"])
 
     def run(self, command: Sequence[str], *, port: int | None = None) -> str:
+        require_pgbackrest()
         self._write_config()
         argv = self._argv(command, port=port)
         result = subprocess.run(argv, capture_output=True, text=True, env=self._env(), check=False)
@@ -321,6 +322,15 @@ class BackupRepository:
             entry = pwd.getpwnam(self.cluster.run_as)
             with contextlib.suppress(PermissionError):
                 os.chown(path, entry.pw_uid, entry.pw_gid)
+
+
+def require_pgbackrest() -> None:
+    """`BackupError` saying how to install pgBackRest when it is not on PATH."""
+    if shutil.which("pgbackrest") is None:
+        raise BackupError(
+            "pgBackRest is not installed (the embedded cluster archives its WAL with it): "
+            "run scripts/setup.sh (`make run` does), or `apt-get install pgbackrest`"
+        )
 
 
 def _at(epoch: int) -> datetime:
