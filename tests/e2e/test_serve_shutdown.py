@@ -15,6 +15,7 @@ from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
 from tests.integration.embedding.conftest import FakeOllama
 
 from memory.entrypoints.serve_process import ServeProcess
+from memory.entrypoints.warm_up import WARM_QUERIES
 from memory.infrastructure.postgres.embedded import free_port
 
 STARTUP_DEADLINE_SECONDS = 90
@@ -65,7 +66,9 @@ def _events() -> list[dict[str, Any]]:
 
 
 def _embedded_inputs(server: FakeOllama) -> list[str]:
-    return [text for post in server.posts() for text in post.body["input"]]
+    """The window texts the model server was sent (not the start-up warm-up's queries)."""
+    texts = (text for post in server.posts() for text in post.body["input"])
+    return [text for text in texts if text not in WARM_QUERIES]
 
 
 def test_sigterm_mid_sweep_exits_within_the_drain_time_and_loses_nothing(
