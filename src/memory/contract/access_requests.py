@@ -3,19 +3,39 @@ listing's and the audit log's queries."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
+
+from pydantic import ConfigDict, Field
 
 from memory.application.audit.ports import AUDIT_LIMIT_DEFAULT, AUDIT_LIMIT_MAX
-from memory.contract.input import Instant, QueryInt, QueryParams, StrictBody
-from memory.domain.access.api_key import MAX_KEY_LIFETIME_DAYS
+from memory.contract.input import (
+    NOT_BLANK_NO_CONTROL,
+    Instant,
+    QueryInt,
+    QueryParams,
+    StrictBody,
+    stated,
+)
+from memory.domain.access.api_key import MAX_KEY_LIFETIME_DAYS, MAX_KEY_NAME_CHARS
 from memory.domain.access.scopes import Scope
 from memory.domain.history.chat_input import ORG_ID_PATTERN
 
 
 class NewKeyBody(StrictBody):
-    name: str
+    model_config = ConfigDict(
+        json_schema_extra={"not": {"required": ["expires_at", "expires_in_days"]}}
+    )
+
+    name: str = Field(
+        json_schema_extra=stated(
+            minLength=1, maxLength=MAX_KEY_NAME_CHARS, pattern=NOT_BLANK_NO_CONTROL
+        )
+    )
     org_id: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
-    scopes: list[str] = Field(max_length=len(Scope))
+    scopes: list[str] = Field(
+        max_length=len(Scope),
+        json_schema_extra=stated(minItems=1, items={"enum": [s.value for s in Scope]}),
+    )
     expires_at: Instant | None = Field(
         default=None,
         description="When the key stops working: in the future, at most "
@@ -48,4 +68,4 @@ class AuditParams(QueryParams):
     org_id: str | None = Field(default=None, pattern=ORG_ID_PATTERN)
     limit: QueryInt = Field(default=AUDIT_LIMIT_DEFAULT, ge=1, le=AUDIT_LIMIT_MAX)
     # The `next_cursor` of the previous page: the id of its last entry.
-    cursor: QueryInt | None = Field(default=None, ge=1)
+    cursor: Annotated[QueryInt, Field(ge=1)] | None = None

@@ -4,12 +4,22 @@ bodies of the sweep, flag, retention and erasure calls, and the paths they name.
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, ConfigDict, Field
 
-from memory.application.history.erasure import MAX_ERASE_EVENT_IDS
-from memory.contract.input import Instant, QueryInt, QueryNumber, QueryParams, StrictBody
+from memory.application.history.erasure import MAX_ERASE_EVENT_IDS, MAX_SENDER_CHARS
+from memory.contract.input import (
+    NO_NUL,
+    NOT_BLANK_NO_CONTROL,
+    NOT_BLANK_NO_NUL,
+    Instant,
+    QueryInt,
+    QueryNumber,
+    QueryParams,
+    StrictBody,
+    stated,
+)
 from memory.domain.history.chat_event import (
     DEFAULT_DECISION,
     EVENT_TYPE_MESSAGE,
@@ -20,6 +30,7 @@ from memory.domain.history.chat_event import (
     ChatEvent,
 )
 from memory.domain.history.chat_input import KIND_PATTERN, ORG_ID_PATTERN, PROVIDER_PATTERN
+from memory.domain.history.feature_flags import GLOBAL_DEFAULTS
 from memory.domain.history.org_directory import DIRECTORY_LIMIT_DEFAULT, DIRECTORY_LIMIT_MAX
 from memory.domain.history.partition_listing import PARTITION_PAGE_DEFAULT, PARTITION_PAGE_MAX
 from memory.domain.history.retention import RETENTION_DAYS_MAX, RETENTION_DAYS_MIN
@@ -39,7 +50,13 @@ def _no_control_characters(value: str) -> str:
 
 
 Name = Annotated[
-    str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(_no_control_characters)
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        json_schema_extra=stated(pattern=NOT_BLANK_NO_CONTROL),
+    ),
+    AfterValidator(_no_control_characters),
 ]
 
 
@@ -47,22 +64,30 @@ class OrgPath(QueryParams):
     org_id: str = Field(pattern=ORG_ID_PATTERN)
 
 
+# The flags there are (an unknown one is 404).
+_FLAG = stated(enum=sorted(GLOBAL_DEFAULTS))
+
+
 class FlagPath(QueryParams):
-    flag: str
+    flag: str = Field(json_schema_extra=_FLAG)
 
 
 class OrgFlagPath(QueryParams):
     """The path of an org's flag (for the contract; the route checks each part)."""
 
     org_id: str = Field(pattern=ORG_ID_PATTERN)
-    flag: str
+    flag: str = Field(json_schema_extra=_FLAG)
 
 
 class ChatEventBody(StrictBody):
     event_id: (
         Annotated[
             str,
-            Field(min_length=1, max_length=MAX_EVENT_ID_CHARS),
+            Field(
+                min_length=1,
+                max_length=MAX_EVENT_ID_CHARS,
+                json_schema_extra=stated(pattern=NOT_BLANK_NO_CONTROL),
+            ),
             AfterValidator(_no_control_characters),
         ]
         | None
@@ -74,7 +99,7 @@ class ChatEventBody(StrictBody):
     event_type: str = Field(default=EVENT_TYPE_MESSAGE, pattern=KIND_PATTERN)
     decision: str = Field(default=DEFAULT_DECISION, pattern=KIND_PATTERN)
     # NUL (and lone surrogates) are refused for every field by the parser (ADR 0040).
-    text: str = Field(max_length=MAX_MESSAGE_CHARS)
+    text: str = Field(max_length=MAX_MESSAGE_CHARS, json_schema_extra=stated(pattern=NO_NUL))
     occurred_at: Instant
 
     def to_domain(self) -> ChatEvent:
@@ -96,7 +121,9 @@ class IngestBody(StrictBody):
 
 
 class SearchParams(QueryParams):
-    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    q: str = Field(
+        min_length=1, max_length=MAX_QUERY_CHARS, json_schema_extra=stated(pattern=NOT_BLANK_NO_NUL)
+    )
     limit: QueryInt = Field(default=SEARCH_LIMIT_DEFAULT, ge=1, le=SEARCH_LIMIT_MAX)
     provider: str | None = Field(default=None, pattern=PROVIDER_PATTERN)
     channel_id: Name | None = None
@@ -130,7 +157,27 @@ class FlagBody(StrictBody):
     enabled: bool
 
 
+def _one_of_ids_or_sender(schema: dict[str, Any]) -> None:
+    """Exactly one of the two, each non-null (the use case's rule, stated in the schema)."""
+    properties = schema["properties"]
+    properties["event_ids"] = {
+        "type": "array",
+        "items": {"type": "string", "minLength": 1, "pattern": NO_NUL},
+        "minItems": 1,
+        "maxItems": MAX_ERASE_EVENT_IDS,
+    }
+    properties["sender"] = {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_SENDER_CHARS,
+        "pattern": NOT_BLANK_NO_NUL,
+    }
+    schema["oneOf"] = [{"required": ["event_ids"]}, {"required": ["sender"]}]
+
+
 class EraseBody(StrictBody):
+    model_config = ConfigDict(json_schema_extra=_one_of_ids_or_sender)
+
     # The use case's limit, declared here too so that a body's size rules are checked
     # before it is decoded (docs/adr/0096).
     event_ids: list[str] | None = Field(default=None, max_length=MAX_ERASE_EVENT_IDS)

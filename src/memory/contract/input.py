@@ -130,3 +130,18 @@ def invalid_request_message(fields: list[dict[str, str]]) -> str:
     repeats it when it refuses an argument before sending."""
     summary = "; ".join(f"{f['field']}: {f['reason']}" for f in fields[:FIELDS_IN_MESSAGE])
     return f"invalid request: {summary}"
+
+
+# Rules the use cases enforce (with their own messages, naming the field) that the schema
+# states too, so that a client reading `/openapi.json` knows them (docs/adr/0110). Only
+# the JSON schema carries them: validation stays with the domain's rules. Each is a regex
+# in the common subset of ECMA-262 and Python.
+NOT_BLANK_NO_NUL = r"^[^\x00]*[^\s\x00][^\x00]*$"
+NO_NUL = r"^[^\x00]*$"
+NOT_BLANK_NO_CONTROL = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
+
+
+def stated(**schema: Any) -> dict[str, Any]:
+    """`Field(json_schema_extra=stated(maxLength=100))`: in the schema, not in validation.
+    Keys are JSON Schema's (`maxLength`, `pattern`, `minimum`, `format`)."""
+    return schema

@@ -6,7 +6,45 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from memory.contract.input import Instant, QueryInt, QueryParams, StrictBody, nullable_ref
+from memory.contract.input import (
+    NOT_BLANK_NO_NUL,
+    Instant,
+    QueryInt,
+    QueryParams,
+    StrictBody,
+    nullable_ref,
+    stated,
+)
+from memory.domain.policy.cursor import CURSOR_MAX_CHARS
+from memory.domain.policy.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET
+from memory.domain.policy.policy_id import POLICY_ID_MAX_LENGTH, POLICY_ID_PATTERN
+from memory.domain.policy.search import QUERY_MAX_CHARS
+from memory.domain.relevance import MAX_MIN_RELEVANCE
+
+# The content limit is a setting (MEMORY_POLICY_MAX_CONTENT_CHARS); the schema states its
+# default.
+DEFAULT_MAX_CONTENT_CHARS = 20_000
+_POLICY_ID = stated(pattern=f"^{POLICY_ID_PATTERN.pattern}$", maxLength=POLICY_ID_MAX_LENGTH)
+_CONTENT = stated(minLength=1, maxLength=DEFAULT_MAX_CONTENT_CHARS, pattern=NOT_BLANK_NO_NUL)
+_QUERY = stated(minLength=1, maxLength=QUERY_MAX_CHARS, pattern=NOT_BLANK_NO_NUL)
+
+
+# Rules inside the non-null branch of an optional field's schema, where generators and
+# readers look for them.
+Threshold = Annotated[float, Field(json_schema_extra=stated(minimum=0, maximum=1))]
+Relevance = Annotated[float, Field(json_schema_extra=stated(minimum=0, maximum=MAX_MIN_RELEVANCE))]
+PageSize = Annotated[
+    int, Field(json_schema_extra=stated(minimum=1, maximum=MAX_LIMIT, default=DEFAULT_LIMIT))
+]
+QueryPageSize = Annotated[
+    QueryInt,
+    Field(json_schema_extra=stated(minimum=1, maximum=MAX_LIMIT, default=DEFAULT_LIMIT)),
+]
+Offset = Annotated[int, Field(json_schema_extra=stated(minimum=0, maximum=MAX_OFFSET))]
+MaxResults = Annotated[int, Field(json_schema_extra=stated(minimum=1, maximum=MAX_LIMIT))]
+Cursor = Annotated[str, Field(json_schema_extra=stated(minLength=1, maxLength=CURSOR_MAX_CHARS))]
+NotBlank = Annotated[str, Field(json_schema_extra=stated(pattern=NOT_BLANK_NO_NUL))]
+QueryText = Annotated[str, Field(json_schema_extra=_QUERY)]
 
 # Where a request stands (docs/adr/0102): 'global' or 'org:<org_id>'; omitted, the key's
 # home (its org's namespace, or the global one for a key for every org).
@@ -21,11 +59,11 @@ class NamespaceQuery(QueryParams):
 
 
 class PolicyPath(QueryParams):
-    policy_id: str
+    policy_id: str = Field(json_schema_extra=_POLICY_ID)
 
 
 class EmbeddingPath(QueryParams):
-    embedding_ref: str
+    embedding_ref: str = Field(json_schema_extra=stated(format="uuid"))
 
 
 # The domain checks metadata and filters (naming each failing key); the contract documents
@@ -41,39 +79,44 @@ Filter = Annotated[
 
 
 class StoreBody(StrictBody):
-    policy_id: str
-    content: str
+    policy_id: str = Field(json_schema_extra=_POLICY_ID)
+    content: str = Field(json_schema_extra=_CONTENT)
     metadata: Metadata = None
 
 
 class UpdateBody(StrictBody):
-    content: str
+    content: str = Field(json_schema_extra=_CONTENT)
     metadata: Metadata = None
 
 
 class SearchBody(StrictBody):
-    query: str
-    similarity_threshold: float | None = None
+    query: str = Field(json_schema_extra=_QUERY)
+    similarity_threshold: Threshold | None = None
     # The alternative to the raw threshold: the least relevance (standard deviations above
     # the query's mean similarity, docs/adr/0112).
-    min_relevance: float | None = None
-    limit: int | None = None
-    offset: int | None = None
-    cursor: str | None = None
-    max_results: int | None = None
+    min_relevance: Relevance | None = None
+    limit: PageSize | None = None
+    offset: Offset | None = None
+    cursor: Cursor | None = Field(
+        default=None,
+        description="The `next_cursor` of the previous page; not together with `offset`.",
+    )
+    max_results: MaxResults | None = Field(
+        default=None, description="The most results over all pages: 1 to `limit`."
+    )
     filter: Filter = None
 
 
 class PolicyListing(QueryParams):
-    limit: QueryInt | None = None
-    cursor: str | None = None
-    source: str | None = None
-    tag: str | None = None
+    limit: QueryPageSize | None = None
+    cursor: Cursor | None = None
+    source: NotBlank | None = None
+    tag: NotBlank | None = None
     updated_since: Instant | None = None
     namespace: Namespace = None
 
 
 class EmbeddingLookup(QueryParams):
     origin: Literal["direct", "search"] = "direct"
-    query: str | None = None
+    query: QueryText | None = None
     namespace: Namespace = None

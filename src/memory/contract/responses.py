@@ -12,6 +12,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory.contract.input import NO_NUL, NOT_BLANK_NO_NUL
 from memory.domain.policy.filters import (
     MAX_FILTER_METADATA_KEYS,
     MAX_FILTER_TAGS,
@@ -66,36 +67,55 @@ class PolicyMetadataShape(BaseModel):
     """A policy's metadata: three well-known keys, any others with JSON values (finite
     numbers, at most 32 levels deep, at most 16 KiB as JSON in all)."""
 
-    model_config = ConfigDict(extra="allow", title="PolicyMetadata")
-
-    title: str | None = Field(default=None, max_length=TITLE_MAX_CHARS)
-    source: str | None = Field(default=None, max_length=SOURCE_MAX_CHARS)
-    tags: list[Annotated[str, Field(max_length=TAG_MAX_CHARS)]] = Field(
-        default_factory=list, max_length=MAX_TAGS, json_schema_extra={"uniqueItems": True}
+    model_config = ConfigDict(
+        extra="allow",
+        title="PolicyMetadata",
+        json_schema_extra={"propertyNames": {"minLength": 1, "pattern": NO_NUL}},
     )
+
+    title: str | None = Field(
+        default=None, min_length=1, max_length=TITLE_MAX_CHARS, pattern=NOT_BLANK_NO_NUL
+    )
+    source: str | None = Field(
+        default=None, min_length=1, max_length=SOURCE_MAX_CHARS, pattern=NOT_BLANK_NO_NUL
+    )
+    tags: list[
+        Annotated[str, Field(min_length=1, max_length=TAG_MAX_CHARS, pattern=NOT_BLANK_NO_NUL)]
+    ] = Field(default_factory=list, max_length=MAX_TAGS, json_schema_extra={"uniqueItems": True})
 
 
 FilterScalar = str | int | float | bool | None
 
 
+FilterText = Annotated[str, Field(max_length=MAX_FILTER_TEXT_CHARS, pattern=NO_NUL)]
+
+
 class TagsAny(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    any: list[str] = Field(min_length=1, max_length=MAX_FILTER_TAGS)
+    any: list[FilterText] = Field(min_length=1, max_length=MAX_FILTER_TAGS)
 
 
 class TagsAll(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    all: list[str] = Field(min_length=1, max_length=MAX_FILTER_TAGS)
+    all: list[FilterText] = Field(min_length=1, max_length=MAX_FILTER_TAGS)
 
 
 class TimestampRange(BaseModel):
     """Bounds on a result's `timestamp`, ISO 8601 with an offset."""
 
-    model_config = ConfigDict(extra="forbid")
-    gte: datetime | None = None
-    gt: datetime | None = None
-    lte: datetime | None = None
-    lt: datetime | None = None
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "minProperties": 1,
+            # One lower and one upper bound at most.
+            "allOf": [{"not": {"required": ["gte", "gt"]}}, {"not": {"required": ["lte", "lt"]}}],
+        },
+    )
+    # Each bound may be left out, not null (schema only: the domain checks the filter).
+    gte: datetime = None  # type: ignore[assignment]
+    gt: datetime = None  # type: ignore[assignment]
+    lte: datetime = None  # type: ignore[assignment]
+    lt: datetime = None  # type: ignore[assignment]
 
 
 class PolicyFilterShape(BaseModel):
@@ -103,13 +123,15 @@ class PolicyFilterShape(BaseModel):
 
     model_config = ConfigDict(extra="forbid", title="PolicyFilter")
 
-    source: str | None = Field(default=None, max_length=MAX_FILTER_TEXT_CHARS)
-    title: str | None = Field(default=None, max_length=MAX_FILTER_TEXT_CHARS)
+    source: FilterText | None = None
+    title: FilterText | None = None
     tags: TagsAny | TagsAll | None = None
     metadata: dict[str, FilterScalar] | None = Field(
         default=None,
+        min_length=1,
         max_length=MAX_FILTER_METADATA_KEYS,
         description="Exact matches of top-level metadata keys.",
+        json_schema_extra={"propertyNames": {"minLength": 1, "pattern": NO_NUL}},
     )
     timestamp: TimestampRange | None = None
 

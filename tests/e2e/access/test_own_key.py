@@ -153,3 +153,14 @@ async def test_the_operations_listed_are_exactly_those_the_key_is_let_through(
         else:
             assert status == 403, (operation, status)
     assert "getOwnApiKey" in listed
+
+
+async def test_revoking_the_admin_token_is_the_documented_409(full_app: FullApp) -> None:
+    async with full_app() as running:
+        answer = await running.admin.delete("/v1/api-keys/admin-token")
+        still = await running.admin.get(SELF)
+    assert answer.status_code == 409, answer.text
+    assert answer.json()["error"]["code"] == "conflict"
+    assert still.status_code == 200
+    revoke = next(op for op in OPERATIONS if op.operation_id == "revokeApiKey")
+    assert revoke.errors[409] == ["conflict"]

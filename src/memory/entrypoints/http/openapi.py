@@ -28,6 +28,8 @@ from memory.contract import access_requests as a
 from memory.contract import history_requests as h
 from memory.contract import policy_requests as p
 from memory.contract import responses as s
+from memory.contract.descriptions import describe
+from memory.contract.examples import OperationExample, operation_examples
 from memory.contract.input import COMPONENT_KEY
 
 OPENAPI_VERSION = "3.1.0"
@@ -262,9 +264,10 @@ OPERATIONS: tuple[Operation, ...] = (
         "The caller's own key: id, name, org, scopes, expiry, the operations it may call",
         s.OwnApiKeyBody, any_key=True,
     ),
+    # 409: `admin-token` names MEMORY_ADMIN_TOKEN, which is configuration, not a key.
     _access(
         "DELETE /v1/api-keys/{key_id}", "revokeApiKey", "Revoke an API key", None,
-        status=204, errors=[NOT_FOUND],
+        status=204, errors=[NOT_FOUND, CONFLICT],
     ),
     _access(
         "GET /v1/audit", "auditLog", "Admin actions, newest first", s.AuditPageBody,
@@ -282,6 +285,50 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
 )
 # fmt: on
+# OpenAPI links: which answers feed which next requests (what a client does after a call, and
+# the paths the contract fuzzer's stateful phase follows). source -> (target, parameters,
+# request body or None); values are OpenAPI runtime expressions.
+_POLICY = {"policy_id": "$response.body#/policy_id"}
+_SAME_ORG = {"org_id": "$request.path.org_id"}
+_SAME_ORG_FLAG = {"org_id": "$request.path.org_id", "flag": "$request.path.flag"}
+LINKS: Mapping[str, Sequence[tuple[str, Mapping[str, str], Any]]] = {
+    "storePolicy": [
+        ("getPolicy", _POLICY, None),
+        ("updatePolicy", _POLICY, None),
+        ("policyVersions", _POLICY, None),
+        ("deletePolicy", _POLICY, None),
+        ("getPolicyByEmbedding", {"embedding_ref": "$response.body#/embedding_ref"}, None),
+    ],
+    "updatePolicy": [
+        ("getPolicy", _POLICY, None),
+        ("policyVersions", _POLICY, None),
+        ("deletePolicy", _POLICY, None),
+    ],
+    "ingestChatEvents": [
+        ("searchHistory", _SAME_ORG, None),
+        ("sweepStatus", _SAME_ORG, None),
+        ("eraseChatEvents", _SAME_ORG, {"event_ids": "$response.body#/event_ids"}),
+        ("listOrgFlags", _SAME_ORG, None),
+        ("getRetention", _SAME_ORG, None),
+        ("eraseOrg", _SAME_ORG, None),
+    ],
+    "setOrgFlag": [("getOrgFlag", _SAME_ORG_FLAG, None), ("clearOrgFlag", _SAME_ORG_FLAG, None)],
+    "setGlobalFlag": [("getGlobalFlag", {"flag": "$request.path.flag"}, None)],
+    "setRetention": [("getRetention", _SAME_ORG, None)],
+    "createApiKey": [("revokeApiKey", {"key_id": "$response.body#/key_id"}, None)],
+}
+
+
+def _links(operation_id: str) -> dict[str, Any]:
+    links: dict[str, Any] = {}
+    for target, parameters, body in LINKS.get(operation_id, ()):
+        link: dict[str, Any] = {"operationId": target, "parameters": dict(parameters)}
+        if body is not None:
+            link["requestBody"] = body
+        links[target] = link
+    return links
+
+
 # Served as they are, outside the JSON contract.
 UNDOCUMENTED = frozenset(
     {
@@ -308,6 +355,8 @@ def openapi_document() -> dict[str, Any]:
         ref_template=REF,
     )
     schemas = {name: _components(schema) for name, schema in components["$defs"].items()}
+    for name, schema in schemas.items():
+        _describe_properties(name, schema)
     paths: dict[str, dict[str, Any]] = {}
     for op in OPERATIONS:
         paths.setdefault(op.path, {})[op.method.lower()] = _operation(op, schemas)
@@ -355,54 +404,80 @@ def _components(schema: Any) -> Any:
     return schema
 
 
+def _describe_properties(model: str, schema: dict[str, Any]) -> None:
+    """Each property without a description of its own gets the glossary's."""
+    for name, prop in schema.get("properties", {}).items():
+        if "description" not in prop:
+            text = describe(model, name)
+            if text is not None:
+                prop["description"] = text
+
+
 def _ref(model: type[BaseModel]) -> dict[str, str]:
     return {"$ref": REF.format(model=model.__name__)}
 
 
-def _json(model: type[BaseModel]) -> dict[str, Any]:
-    """A `content` of JSON in `model`'s shape."""
-    return {"application/json": {"schema": _ref(model)}}
+def _json(model: type[BaseModel], example: Any = None) -> dict[str, Any]:
+    """A `content` of JSON in `model`'s shape, with an example when there is one."""
+    content: dict[str, Any] = {"schema": _ref(model)}
+    if example is not None:
+        content["example"] = example
+    return {"application/json": content}
 
 
-def _parameters(model: type[BaseModel] | None, where: str) -> list[dict[str, Any]]:
+def _parameters(
+    model: type[BaseModel] | None, where: str, operation_id: str, examples: dict[str, Any]
+) -> list[dict[str, Any]]:
     if model is None:
         return []
     schema = model.model_json_schema(ref_template=REF)
     required = set(schema.get("required", []))
     parameters = []
     for name, prop in schema["properties"].items():
-        prop = {k: v for k, v in prop.items() if k != "title"}
-        parameters.append(
-            {
-                "name": name,
-                "in": where,
-                "required": where == "path" or name in required,
-                "schema": prop,
-            }
-        )
+        prop = {k: v for k, v in prop.items() if k not in ("title", "description")}
+        description = schema["properties"][name].get("description") or describe(operation_id, name)
+        parameter: dict[str, Any] = {
+            "name": name,
+            "in": where,
+            "required": where == "path" or name in required,
+            "schema": prop,
+        }
+        if description is not None:
+            parameter["description"] = description
+        if name in examples:
+            parameter["example"] = examples[name]
+        parameters.append(parameter)
     return parameters
 
 
 def _operation(op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
+    example = operation_examples().get(op.operation_id, OperationExample(status=0))
     out: dict[str, Any] = {
         "security": [{"apiKey": []}] if op.path.startswith("/v1/") else [],
         "operationId": op.operation_id,
         "summary": op.summary,
         "tags": [op.tag],
-        "parameters": _parameters(op.path_model, "path") + _parameters(op.query, "query"),
+        "parameters": _parameters(op.path_model, "path", op.operation_id, example.path)
+        + _parameters(op.query, "query", op.operation_id, example.query),
     }
     if op.body is not None:
         out["requestBody"] = {
             "required": not op.body_optional,
-            "content": _json(op.body),
+            "content": _json(op.body, example.body),
         }
     responses: dict[str, Any] = {}
     for status, model in op.answers.items():
         responses[str(status)] = (
             {"description": "No content"}
             if model is None
-            else {"description": "Success", "content": _json(model)}
+            else {
+                "description": "Success",
+                "content": _json(model, example.answer if example.status == status else None),
+            }
         )
+        links = _links(op.operation_id)
+        if links:
+            responses[str(status)]["links"] = links
     for status, codes in sorted(op.errors.items()):
         responses[str(status)] = {
             "description": "Error: " + ", ".join(f"`{c}`" for c in codes),
