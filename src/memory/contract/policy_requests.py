@@ -49,7 +49,13 @@ QueryText = Annotated[str, Field(json_schema_extra=_QUERY)]
 # Where a request stands (docs/adr/0102): 'global' or 'org:<org_id>'; omitted, the key's
 # home (its org's namespace, or the global one for a key for every org).
 Namespace = Annotated[
-    str | None,
+    Annotated[
+        str,
+        Field(
+            json_schema_extra=stated(pattern=r"^(global|org:[A-Za-z0-9][A-Za-z0-9._:-]{0,127})$")
+        ),
+    ]
+    | None,
     Field(description="'global' or 'org:<org_id>'; omitted: the key's org, or global."),
 ]
 

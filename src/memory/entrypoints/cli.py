@@ -18,7 +18,7 @@ from memory.entrypoints import cli_output
 from memory.entrypoints.cli_arguments import check_arguments, command_arguments, refusal
 from memory.entrypoints.database_url import HomeHasNoDatabase
 from memory.entrypoints.logging_setup import configure_logging
-from memory.infrastructure import build_info
+from memory.infrastructure import build_info, tracing
 from memory.infrastructure.postgres.availability import DatabaseMisconfigured
 from memory.infrastructure.settings import ENV_PREFIX, Settings
 
@@ -49,7 +49,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     settings: Settings = args.settings
     signal.signal(signal.SIGTERM, _raise_shutdown)
+<<<<<<< HEAD
     install_backup_age(settings)
+=======
+    # Before any pool opens, so that every connection's statements are traced.
+    tracer_provider = tracing.configure(settings)
+>>>>>>> 8767627 (OpenTelemetry tracing, off by default (MEMORY_TRACING, standard OTEL_* variables, OTLP/HTTP): server span per request from the caller's traceparent (route template, status, request id), psycopg statement spans, model call spans, a span per sweep batch and policy projector step, thread-pool work in the caller's context; in-memory exporter test checks spans and that no span carries chat text, a query, policy content or a secret; the namespace pattern stated in the schema; ADR 0111, docs/monitoring.md, CHANGELOG)
     with database_url(settings) as url:
         try:
             preflight(settings, url)
@@ -101,7 +106,11 @@ def _serve(args: argparse.Namespace) -> int:
             timeout_graceful_shutdown=DRAIN_SECONDS,
         )
         server = Server(config)
-        server.run()
+        try:
+            server.run()
+        finally:
+            if tracer_provider is not None:
+                tracer_provider.shutdown()  # sends the spans still queued
     if fatal:
         cli_output.error(f"stopped: {fatal[0]}")
         return 2

@@ -124,8 +124,13 @@ class Settings(BaseSettings):
     # Access (docs/security.md). A secret that is an admin key for every org (automation,
     # tests); unset: `memory serve` creates an admin key on first start (`home`/admin-token).
     admin_token: SecretStr | None = None
-    # True: GET /metrics needs no key (a scraper inside the trusted network); else admin.
+    # True: GET /metrics needs no key (a scraper inside the trusted network); else a
+    # `metrics:read` key for every org (docs/adr/0108).
     metrics_public: bool = False
+    # OpenTelemetry traces, exported over OTLP as the standard OTEL_* variables say
+    # (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER...); off by
+    # default (docs/adr/0111).
+    tracing: bool = False
     # Largest request body accepted (413 beyond it, before it is read into memory).
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
     # Requests per minute per API key, per process (token bucket); unset = no limit.

@@ -11,6 +11,7 @@ queries nobody waits for: at most `QUERY_EMBED_WORKERS` stale calls were already
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 import logging
 import time
 from dataclasses import dataclass
@@ -68,7 +69,8 @@ class QueryEmbedder:
 
     def start(self, text: str) -> PendingQueryVector:
         deadline = time.monotonic() + self._timeout
-        future = self._pool.submit(self._embed, text, deadline)
+        # In the caller's context: its trace span is the embedding's parent (ADR 0111).
+        future = self._pool.submit(contextvars.copy_context().run, self._embed, text, deadline)
         return PendingQueryVector(future, deadline, self._model.identity.id)
 
     def _embed(self, text: str, deadline: float) -> EmbeddingVector:

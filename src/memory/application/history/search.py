@@ -10,6 +10,7 @@ the query vector and runs the exact KNN: the answer takes the longer of the two,
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import partial
@@ -87,7 +88,9 @@ class SearchHistory:
                 semantic_off_by=layers.semantic_off_by(),
             )
         pending = self._embedder.start(query.text)
-        full_text = self._full_text_pool.submit(self._events.full_text, org_id, query)
+        full_text = self._full_text_pool.submit(
+            contextvars.copy_context().run, self._events.full_text, org_id, query
+        )
         vector = pending.result()
         if vector is None:
             fts = full_text.result()

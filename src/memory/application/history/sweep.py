@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from opentelemetry import trace
+
 from memory.application.embedding import (
     EmbeddingModel,
     InputRejected,
@@ -72,6 +74,9 @@ from memory.domain.history.watermark import PoisonEventReason, StallReason, Swee
 from memory.domain.history.window_identity import window_id
 
 log = logging.getLogger(__name__)
+# One span per batch (docs/adr/0111): the OpenTelemetry API does nothing until a provider
+# is configured, like logging without a handler.
+TRACER = trace.get_tracer("memory.history.sweep")
 
 # Messages per read of a stream: bounds memory during a backfill; a pass reads again until
 # only open windows are left.
@@ -575,8 +580,11 @@ class Sweeper:
                     texts.append(text)
                     tokens += count
                 end += 1
-            embedded, poisoned = self._embed(watermark.partition, wanted, texts, model_down)
-            written = self._windows.upsert(self._model_id, embedded) if embedded else set()
+            with TRACER.start_as_current_span(
+                "history sweep batch", attributes={"memory.windows": len(wanted)}
+            ):
+                embedded, poisoned = self._embed(watermark.partition, wanted, texts, model_down)
+                written = self._windows.upsert(self._model_id, embedded) if embedded else set()
             refused = [e for e in embedded if e.id not in written]
             if refused:
                 # An erasure or purge removed a message of these windows after the read:

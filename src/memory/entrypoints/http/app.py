@@ -14,6 +14,9 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.trace import SpanKind, StatusCode
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     Counter,
@@ -61,6 +64,8 @@ STARTUP_RETRY_SECONDS = 1.0
 # on every scrape, which no dashboard reads.
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
+TRACER = trace.get_tracer("memory.http")
+
 HTTP_REQUESTS = Counter(
     "memory_http_requests_total", "HTTP requests by route and status", ["method", "route", "status"]
 )
@@ -90,6 +95,15 @@ class RequestMetrics:
         status = 500
         request_id = request_id_of(scope)
         token = REQUEST_ID.set(request_id)
+        # The span is named by its route template once routing has found it; the caller's
+        # `traceparent` (W3C) makes it a child of the caller's span.
+        span = TRACER.start_span(
+            scope["method"],
+            context=propagate.extract(_header_carrier(scope)),
+            kind=SpanKind.SERVER,
+            attributes={"http.request.method": scope["method"], "memory.request_id": request_id},
+        )
+        span_token = otel_context.attach(trace.set_span_in_context(span))
 
         async def send_wrapper(message: Message) -> None:
             nonlocal status
@@ -122,7 +136,23 @@ class RequestMetrics:
             if key_id is not None:
                 fields["key_id"] = key_id
             access_log.info("%s %s %d", scope["method"], template, status, extra=fields)
+            span.update_name(f"{scope['method']} {template}")
+            span.set_attributes({"http.route": template, "http.response.status_code": status})
+            if status >= 500:
+                span.set_status(StatusCode.ERROR)
+            span.end()
+            otel_context.detach(span_token)
             REQUEST_ID.reset(token)
+
+
+def _header_carrier(scope: Scope) -> dict[str, str]:
+    """The request's headers as the propagator reads them (only `traceparent` and
+    `tracestate` are looked at)."""
+    return {
+        name.decode("latin-1"): value.decode("latin-1")
+        for name, value in scope["headers"]
+        if name in (b"traceparent", b"tracestate")
+    }
 
 
 def request_id_of(scope: Scope) -> str:

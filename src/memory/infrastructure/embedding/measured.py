@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from opentelemetry import trace
 from prometheus_client import Counter, Histogram
 
 from memory.application.embedding import (
@@ -29,6 +30,8 @@ from memory.domain.embedding import EmbeddingVector, ModelIdentity
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+TRACER = trace.get_tracer("memory.model")
 
 MODEL_CALL_SECONDS = Histogram(
     "memory_model_call_seconds",
@@ -127,7 +130,9 @@ class MeasuredModel:
         return self._inner.count_tokens(text)
 
     def embed_documents(self, texts: Sequence[str]) -> list[EmbeddingVector]:
-        vectors = self._measured("embed_documents", lambda: self._inner.embed_documents(texts))
+        vectors = self._measured(
+            "embed_documents", lambda: self._inner.embed_documents(texts), len(texts)
+        )
         MODEL_TEXTS.labels(self.identity.id, "embed_documents").inc(len(texts))
         return vectors
 
@@ -144,11 +149,19 @@ class MeasuredModel:
         if callable(close):
             close()
 
-    def _measured(self, operation: str, call: Callable[[], T]) -> T:
+    def _measured(self, operation: str, call: Callable[[], T], texts: int = 1) -> T:
         model_id = self.identity.id
         started = self._clock()
+        # A span per call (docs/adr/0111): the model, the operation and how many texts;
+        # never the texts.
+        attributes: dict[str, str | int] = {
+            "memory.model": model_id,
+            "memory.operation": operation,
+            "memory.texts": texts,
+        }
         try:
-            result = call()
+            with TRACER.start_as_current_span(f"model {operation}", attributes=attributes):
+                result = call()
         except Exception as exc:
             MODEL_CALL_ERRORS.labels(model_id, operation, error_kind(exc)).inc()
             if isinstance(exc, ModelUnavailable):

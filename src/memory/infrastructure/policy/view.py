@@ -7,12 +7,14 @@ as text and cast to `halfvec` in SQL.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
 from eventsourcing.persistence import Tracking
 from eventsourcing.postgres import PostgresDatastore
+from opentelemetry import trace
 from psycopg import Cursor
 from psycopg.sql import SQL
 from psycopg.types.json import Jsonb
@@ -61,6 +63,24 @@ def halfvec_text(values: Sequence[float]) -> str:
     return "[" + ",".join([f"{v:.7g}" for v in values]) + "]"
 
 
+TRACER = trace.get_tracer("memory.policy.projector")
+_Step = TypeVar("_Step", bound=Callable[..., None])
+
+
+def _projector_step(method: _Step) -> _Step:
+    """A span per projector step (docs/adr/0111): which write, and the event's position
+    (the `Tracking` argument, always last); never the policy's content."""
+
+    @functools.wraps(method)
+    def traced(self: Any, *args: Any) -> None:
+        tracking = args[-1]
+        attributes = {"memory.step": method.__name__, "memory.position": tracking.notification_id}
+        with TRACER.start_as_current_span("policy projector step", attributes=attributes):
+            method(self, *args)
+
+    return cast(_Step, traced)
+
+
 class PostgresPolicyEmbeddingsView(OutageAwareTrackingRecorder, PolicyEmbeddingsView):
     """The view of one model's projection; its tracking table is that model's
     (`ModelObjects.tracking_table`). `on_commit` hears every committed position."""
@@ -76,6 +96,7 @@ class PostgresPolicyEmbeddingsView(OutageAwareTrackingRecorder, PolicyEmbeddings
         super().__init__(datastore, tracking_table_name=tracking_table_name, **kwargs)
         self._on_commit = on_commit
 
+    @_projector_step
     def upsert_row(self, row: PolicyRow, tracking: Tracking) -> None:
         with self.datastore.transaction(commit=True) as curs:
             curs.execute(_ASYNC_COMMIT, prepare=True)
@@ -83,6 +104,7 @@ class PostgresPolicyEmbeddingsView(OutageAwareTrackingRecorder, PolicyEmbeddings
             self._insert_tracking(curs, tracking)
         self._committed(tracking)
 
+    @_projector_step
     def revise_metadata(self, revision: MetadataRevision, tracking: Tracking) -> None:
         with self.datastore.transaction(commit=True) as curs:
             curs.execute(_ASYNC_COMMIT, prepare=True)
@@ -90,6 +112,7 @@ class PostgresPolicyEmbeddingsView(OutageAwareTrackingRecorder, PolicyEmbeddings
             self._insert_tracking(curs, tracking)
         self._committed(tracking)
 
+    @_projector_step
     def remove_row(self, embedding_ref: UUID, model: str, tracking: Tracking) -> None:
         with self.datastore.transaction(commit=True) as curs:
             curs.execute(_ASYNC_COMMIT, prepare=True)
@@ -97,6 +120,7 @@ class PostgresPolicyEmbeddingsView(OutageAwareTrackingRecorder, PolicyEmbeddings
             self._insert_tracking(curs, tracking)
         self._committed(tracking)
 
+    @_projector_step
     def remove_deleted(self, embedding_ref: UUID, version: int, tracking: Tracking) -> None:
         with self.datastore.transaction(commit=True) as curs:
             curs.execute(_ASYNC_COMMIT, prepare=True)
