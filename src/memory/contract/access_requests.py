@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field
 
 from memory.application.audit.ports import AUDIT_LIMIT_DEFAULT, AUDIT_LIMIT_MAX
 from memory.contract.input import (
+    NO_NUL,
     NOT_BLANK_NO_CONTROL,
     Instant,
     QueryInt,
@@ -54,7 +55,7 @@ class KeyPath(QueryParams):
 
 
 class KeysParams(QueryParams):
-    created_by: str | None = Field(
+    created_by: Annotated[str, Field(json_schema_extra=stated(pattern=NO_NUL))] | None = Field(
         default=None,
         max_length=64,
         description="Only the keys this key id created, directly or through keys it "

@@ -49,12 +49,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     settings: Settings = args.settings
     signal.signal(signal.SIGTERM, _raise_shutdown)
-<<<<<<< HEAD
     install_backup_age(settings)
-=======
     # Before any pool opens, so that every connection's statements are traced.
     tracer_provider = tracing.configure(settings)
->>>>>>> 8767627 (OpenTelemetry tracing, off by default (MEMORY_TRACING, standard OTEL_* variables, OTLP/HTTP): server span per request from the caller's traceparent (route template, status, request id), psycopg statement spans, model call spans, a span per sweep batch and policy projector step, thread-pool work in the caller's context; in-memory exporter test checks spans and that no span carries chat text, a query, policy content or a secret; the namespace pattern stated in the schema; ADR 0111, docs/monitoring.md, CHANGELOG)
     with database_url(settings) as url:
         try:
             preflight(settings, url)
