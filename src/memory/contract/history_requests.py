@@ -131,7 +131,7 @@ class SearchParams(QueryParams):
     until: Instant | None = None
     # The least relevance a semantic hit needs (standard deviations above the query's mean
     # similarity, docs/adr/0112); unset: the default rule.
-    min_relevance: QueryNumber | None = Field(default=None, ge=0, le=MAX_MIN_RELEVANCE)
+    min_relevance: Annotated[QueryNumber, Field(ge=0, le=MAX_MIN_RELEVANCE)] | None = None
 
 
 class OrgListingParams(QueryParams):

@@ -132,6 +132,7 @@ def test_linked_sequences_keep_the_contract(served: str, tmp_path: Path) -> None
             f"--report-ndjson-path={events}",
             "--no-color",
         ],
+        cwd=tmp_path,  # its cache goes there, not into the repository
         capture_output=True,
         text=True,
         timeout=STATEFUL_SECONDS,

@@ -360,7 +360,7 @@ def openapi_document() -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for op in OPERATIONS:
         paths.setdefault(op.path, {})[op.method.lower()] = _operation(op, schemas)
-    return {
+    document = {
         "openapi": OPENAPI_VERSION,
         "info": {
             "title": "memory",
@@ -375,6 +375,26 @@ def openapi_document() -> dict[str, Any]:
             "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer"}},
         },
     }
+    _number_bounds(document)
+    return document
+
+
+# pydantic writes the bounds of a number behind a validator (`QueryInt`, `QueryNumber`) under
+# its own names, which JSON Schema does not know: readers and the fuzzer would ignore them.
+_BOUNDS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
+
+
+def _number_bounds(node: Any) -> None:
+    if isinstance(node, dict):
+        if node.get("type") in ("integer", "number"):
+            for ours, standard in _BOUNDS.items():
+                if ours in node:
+                    node[standard] = node.pop(ours)
+        for value in node.values():
+            _number_bounds(value)
+    elif isinstance(node, list):
+        for value in node:
+            _number_bounds(value)
 
 
 def _models() -> list[type[BaseModel]]:
