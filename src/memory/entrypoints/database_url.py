@@ -53,6 +53,8 @@ def database_url(settings: Settings, *, create: bool = True) -> Iterator[str]:
     if not create and not cluster.initialised():
         raise HomeHasNoDatabase(settings.home)
     try:
-        yield cluster.start()
+        cluster.start()
+        # The service's own role, not the cluster's superuser (docs/adr/0101).
+        yield cluster.service_url
     finally:
         cluster.stop()

@@ -30,17 +30,19 @@ def _cluster(args: argparse.Namespace) -> EmbeddedPostgres:
 def _start(args: argparse.Namespace) -> int:
     cluster = _cluster(args)
     try:
-        url = cluster.start_detached()
+        cluster.start_detached()
     except EmbeddedPostgresError as exc:
         print(f"memory db start: {exc}", file=sys.stderr)
         return 1
-    _print_url(cluster.tcp_url if args.tcp else url)
+    _print_url(cluster.service_tcp_url if args.tcp else cluster.service_url)
     return 0
 
 
 def _print_url(url: str) -> None:
     """Bare, so that `export MEMORY_DATABASE_URL="$(memory db url)"` works; a JSON document
-    with `--json`."""
+    with `--json`. The service role's URL, as `memory serve` on the home uses: servers
+    sharing a cluster must all be that role, or one's tables are another's to alter
+    (docs/adr/0101)."""
     if wants_json():
         emit({"url": url})
     else:
@@ -80,7 +82,7 @@ def _url(args: argparse.Namespace) -> int:
     if not cluster.status().running:
         print("memory db url: the cluster is not running (memory db start)", file=sys.stderr)
         return EXIT_NOT_RUNNING
-    _print_url(cluster.tcp_url if args.tcp else cluster.url)
+    _print_url(cluster.service_tcp_url if args.tcp else cluster.service_url)
     return 0
 
 

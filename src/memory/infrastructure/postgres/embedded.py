@@ -47,11 +47,15 @@ from memory.infrastructure.postgres.pgbackrest import (
     ClusterLocation,
     default_repository,
 )
+from memory.infrastructure.postgres.service_role import ensure_service_role
 
 log = logging.getLogger(__name__)
 
 DATABASE_NAME = "memory"
+# The cluster's bootstrap superuser: creates the database, the extension and the service
+# role, nothing else. The service connects as SERVICE_ROLE, no superuser (docs/adr/0101).
 SUPERUSER = "memory"
+SERVICE_ROLE = "memory_service"
 SERVICE_USER_CANDIDATES = ("postgres", "memory")
 START_TIMEOUT_SECONDS = 60
 # A Unix socket path must fit in 107 bytes, so sockets live in a short directory under /tmp.
@@ -77,6 +81,8 @@ class ClusterPaths:
     socket_dir: Path
     log_file: Path
     password_file: Path
+    # The service role's password (docs/adr/0101); `password_file` is the superuser's.
+    service_password_file: Path
     # Which process owns the running server: "<pid> <process start time>".
     owner_file: Path
     # Held (flock) while a process decides to start, attach to or adopt the server.
@@ -96,6 +102,7 @@ class ClusterPaths:
             socket_dir=SOCKET_ROOT / f"memory-pg-{digest}",
             log_file=base / "postgres.log",
             password_file=home / "postgres" / "password",
+            service_password_file=home / "postgres" / "service-password",
             owner_file=home / "postgres" / "owner",
             lock_file=home / "postgres" / "lock",
         )
@@ -309,7 +316,11 @@ class EmbeddedPostgres:
                     )
                     self._claim_ownership()
         self._ensure_database()
-        if self._durable and self._port is not None and not self.in_recovery():
+        # A standby is read-only: its role and ownership come with the primary's WAL.
+        standby = self.in_recovery()
+        if not standby:
+            self._ensure_service_role()
+        if self._durable and self._port is not None and not standby:
             self.backups.ensure_stanza(self._port)
         return self.url
 
@@ -318,6 +329,30 @@ class EmbeddedPostgres:
         with psycopg.connect(self._conninfo("postgres"), autocommit=True) as conn:
             row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
         return bool(row and row[0])
+
+    @property
+    def service_url(self) -> str:
+        """The URL the service uses: its own role, which owns the database and is no
+        superuser (`url` is the superuser's, for administration and tests)."""
+        if self._port is None:
+            raise EmbeddedPostgresError("cluster not started")
+        return self._conninfo(DATABASE_NAME, user=SERVICE_ROLE)
+
+    def _ensure_service_role(self) -> None:
+        """Create the service role (or reset its password to the home's) and hand it the
+        database; a home from before the role existed has its objects handed over here."""
+        with self._decision_lock():
+            if not self.paths.service_password_file.exists():
+                old_umask = os.umask(0o077)
+                try:
+                    self.paths.service_password_file.write_text(secrets.token_urlsafe(24) + "\n")
+                finally:
+                    os.umask(old_umask)
+            moved = ensure_service_role(
+                self.url, DATABASE_NAME, SERVICE_ROLE, self._password(SERVICE_ROLE)
+            )
+        if moved:
+            log.info("handed %d objects of the embedded database to role %s", moved, SERVICE_ROLE)
 
     def start_detached(self) -> str:
         """Start the cluster (or take over a running one) and leave it running after this
@@ -522,8 +557,9 @@ class EmbeddedPostgres:
 
     # -- cluster lifecycle ------------------------------------------------------------------
 
-    def _password(self) -> str:
-        return self.paths.password_file.read_text().strip()
+    def _password(self, user: str = SUPERUSER) -> str:
+        path = self.paths.password_file if user == SUPERUSER else self.paths.service_password_file
+        return path.read_text().strip()
 
     def _initdb(self) -> None:
         log.info("creating embedded PostgreSQL cluster in %s", self.paths.data)
@@ -616,13 +652,20 @@ class EmbeddedPostgres:
             raise EmbeddedPostgresError("cluster not started")
         return self._conninfo(DATABASE_NAME, host="127.0.0.1")
 
-    def _conninfo(self, dbname: str, *, host: str | None = None) -> str:
+    @property
+    def service_tcp_url(self) -> str:
+        """`service_url` over TCP (127.0.0.1)."""
+        if self._port is None:
+            raise EmbeddedPostgresError("cluster not started")
+        return self._conninfo(DATABASE_NAME, host="127.0.0.1", user=SERVICE_ROLE)
+
+    def _conninfo(self, dbname: str, *, host: str | None = None, user: str = SUPERUSER) -> str:
         return make_conninfo(
             "",
             host=host or str(self.paths.socket_dir),
             port=self._port,
-            user=SUPERUSER,
-            password=self._password(),
+            user=user,
+            password=self._password(user),
             dbname=dbname,
         )
 
