@@ -82,7 +82,11 @@ def _url(args: argparse.Namespace) -> int:
     if not cluster.status().running:
         print("memory db url: the cluster is not running (memory db start)", file=sys.stderr)
         return EXIT_NOT_RUNNING
-    _print_url(cluster.service_tcp_url if args.tcp else cluster.service_url)
+    try:
+        _print_url(cluster.service_tcp_url if args.tcp else cluster.service_url)
+    except EmbeddedPostgresError as exc:
+        print(f"memory db url: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

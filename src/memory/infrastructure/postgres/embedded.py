@@ -336,7 +336,20 @@ class EmbeddedPostgres:
         superuser (`url` is the superuser's, for administration and tests)."""
         if self._port is None:
             raise EmbeddedPostgresError("cluster not started")
+        self._service_password_known()
         return self._conninfo(DATABASE_NAME, user=SERVICE_ROLE)
+
+    def _service_password_known(self) -> None:
+        """A home cloned as a standby has the primary's roles but not the password file of
+        the primary's service role: once promoted, set one; before, say so."""
+        if self.paths.service_password_file.exists():
+            return
+        if self.in_recovery():
+            raise EmbeddedPostgresError(
+                "this standby has no password of the service role (it is the primary's "
+                "home's); promote it (memory db promote) or use the primary's URL"
+            )
+        self._ensure_service_role()
 
     def _ensure_service_role(self) -> None:
         """Create the service role (or reset its password to the home's) and hand it the
@@ -657,6 +670,7 @@ class EmbeddedPostgres:
         """`service_url` over TCP (127.0.0.1)."""
         if self._port is None:
             raise EmbeddedPostgresError("cluster not started")
+        self._service_password_known()
         return self._conninfo(DATABASE_NAME, host="127.0.0.1", user=SERVICE_ROLE)
 
     def _conninfo(self, dbname: str, *, host: str | None = None, user: str = SUPERUSER) -> str:
