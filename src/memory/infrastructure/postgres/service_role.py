@@ -73,9 +73,9 @@ SERVICE_ROLE_LOCK_KEY = 0x6D656D726F6C65  # "memrole"
 
 def ensure_service_role(admin_url: str, database: str, role: str, password: str) -> int:
     """As the superuser `admin_url` names (connected to the service's `database`): create
-    `role` (login, no superuser, no CREATEDB or CREATEROLE) or set its password, make it the
-    database's owner, and give it every object the superuser owns there. Returns how many
-    objects changed hands (0 once a home is up to date)."""
+    `role` (login, no superuser, no CREATEDB or CREATEROLE; member of `pg_monitor`) or set
+    its password, make it the database's owner, and give it every object the superuser
+    owns there. Returns how many objects changed hands (0 once a home is up to date)."""
     with psycopg.connect(admin_url) as conn, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SERVICE_ROLE_LOCK_KEY,))
         superuser = conn.execute("SELECT current_user").fetchone()
@@ -87,6 +87,9 @@ def ensure_service_role(admin_url: str, database: str, role: str, password: str)
                 sql.Identifier(role), sql.Literal(password)
             )
         )
+        # Read-only monitoring (pg_stat_replication, pg_stat_activity of other sessions):
+        # what an operator checks through `memory db url`; no file, program or role rights.
+        conn.execute(sql.SQL("GRANT pg_monitor TO {}").format(sql.Identifier(role)))
         conn.execute(
             sql.SQL("ALTER DATABASE {} OWNER TO {}").format(
                 sql.Identifier(database), sql.Identifier(role)
