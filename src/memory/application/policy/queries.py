@@ -116,6 +116,14 @@ class PolicyQueries:
     def default_threshold(self) -> SimilarityThreshold:
         return self._default_threshold
 
+    def _measure(
+        self, vector: EmbeddingVector, request: SearchRequest, budget: Deadline
+    ) -> QueryDistribution:
+        assert self._distribution is not None
+        return self._distribution.distribution(
+            vector, request.view, budget.check("before querying the database")
+        )
+
     def deadline(self) -> Deadline:
         """A fresh search budget (`MEMORY_SEARCH_TIMEOUT`)."""
         return Deadline.after(self._search_timeout, clock=self._clock)
@@ -157,15 +165,19 @@ class PolicyQueries:
         started = self._clock()
         vector = self._embed_query(request.query, budget)
         embedded = self._clock()
+        # The distribution is read before the search statement only when `min_relevance`
+        # needs its floors; otherwise after it, and only when there is a result to score:
+        # the search statement stays the first database call, so a database that is down
+        # is reported by it as before (503, not the request's 504 after two pool waits).
         distribution = None
-        if self._distribution is not None:
-            distribution = self._distribution.distribution(
-                vector, request.view, budget.check("before querying the database")
-            )
+        if self._distribution is not None and request.min_relevance is not None:
+            distribution = self._measure(vector, request, budget)
             request = with_group_floors(request, distribution)
         rows = self._read_model.search(
             vector, request, after, budget.check("before querying the database")
         )
+        if self._distribution is not None and distribution is None and rows.results:
+            distribution = self._measure(vector, request, budget)
         finished = self._clock()
         next_cursor = None
         if rows.has_more and rows.results:
