@@ -37,19 +37,33 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+class _UntilTheModuleEnds(SimpleSpanProcessor):
+    """Exports spans while this module runs, then drops them. The provider stays the
+    process's (OpenTelemetry allows one), so it is never shut down: a shut-down processor
+    logs a warning for every later span, and later tests that read the log saw them."""
+
+    exporting = True
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.exporting:
+            super().on_end(span)
+
+
 @pytest.fixture(scope="module")
 def spans() -> Iterator[InMemorySpanExporter]:
     """The process's tracer provider, once (OpenTelemetry allows one per process), with the
     statement instrumentation removed afterwards so other tests' connections are plain."""
     exporter = InMemorySpanExporter()
     settings = Settings(tracing=True)
-    provider = tracing.configure(settings, SimpleSpanProcessor(exporter))
+    processor = _UntilTheModuleEnds(exporter)
+    provider = tracing.configure(settings, processor)
     assert provider is not None
     try:
         yield exporter
     finally:
         PsycopgInstrumentor().uninstrument()
-        provider.shutdown()
+        processor.exporting = False
+        exporter.clear()
 
 
 def _chat(text: str, minutes_ago: float) -> dict[str, str]:
