@@ -20,7 +20,6 @@ from memory.entrypoints.runtime import Worker
 from memory.entrypoints.workers.history import HistoryWorkers
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.embedding.factory import ModelRegistry, stored_model_id
-from memory.infrastructure.history.batched_watermarks import BatchedWatermarks
 from memory.infrastructure.history.chat_events import PostgresChatEventLog
 from memory.infrastructure.history.chinese_words import jieba_words
 from memory.infrastructure.history.clock import system_clock
@@ -141,10 +140,6 @@ class HistoryRuntime:
                 erasure=PostgresErasure(database),
                 directory=PostgresOrgDirectory(database),
                 schedule=self.schedule,
-                # Only watermarks this runtime opened on the database are in its tables.
-                watermark_pages=(
-                    BatchedWatermarks(database, self.watermarks) if watermarks is None else None
-                ),
             ),
             model,
             clock=clock,

@@ -17,7 +17,6 @@ from memory.domain.history.partition import Partition
 from memory.domain.history.partition_listing import PartitionKey
 from memory.domain.history.watermark import StallReason, SweepWatermark
 from memory.entrypoints.history_runtime import HistoryRuntime
-from memory.infrastructure.history.batched_watermarks import BatchedWatermarks
 from memory.infrastructure.history.org_directory import PostgresOrgDirectory
 
 MIGRATION = "0210_history_sweep_totals.sql"
@@ -275,20 +274,23 @@ def test_a_page_of_watermarks_loads_in_one_read_as_the_library_loads_each(
     page = [Partition("acme", "slack", f"C{c}") for c in (2, 1, 0)] + [
         Partition("acme", "slack", "never-swept")
     ]
-    batched = BatchedWatermarks(kit.database, runtime.watermarks)
+    # The status page loads through the sweep's own batched load (docs/adr/0091), on one
+    # connection of the library's datastore.
+    datastore = runtime.watermarks.recorder.datastore
     reads: list[str] = []
-    monkeypatch_free = kit.database.connection
+    monkeypatch_free = datastore.get_connection
 
     def counted():
         reads.append("read")
         return monkeypatch_free()
 
-    kit.database.connection = counted
+    datastore.get_connection = counted
     try:
-        loaded = batched.get_many(page, model)
+        found = runtime.watermarks.get_many(page, model)
     finally:
-        kit.database.connection = monkeypatch_free
+        datastore.get_connection = monkeypatch_free
     assert len(reads) == 1
+    loaded = [found[p] for p in page]
 
     def seen(w: SweepWatermark) -> tuple[object, ...]:
         return (

@@ -174,17 +174,11 @@ class WatermarkRepository(Protocol):
     def get_many(
         self, partitions: Sequence[Partition], model: str
     ) -> dict[Partition, SweepWatermark]:
-        """`get` for each of `partitions`, loaded together (a slice's visits)."""
+        """`get` for each of `partitions`, loaded together (a slice's visits, a status
+        page)."""
         ...
 
     def store(self, watermark: SweepWatermark) -> None: ...
-
-
-class WatermarkPages(Protocol):
-    """Many partitions' watermarks at once (a page of the sweep status): what
-    `WatermarkRepository.get` answers for each, in the order asked, in one round trip."""
-
-    def get_many(self, partitions: Sequence[Partition], model: str) -> list[SweepWatermark]: ...
 
 
 class PartitionLocks(Protocol):

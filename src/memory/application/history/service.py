@@ -39,7 +39,6 @@ from memory.application.history.ports import (
     SweepBacklog,
     SweepSchedule,
     SweepTotals,
-    WatermarkPages,
     WatermarkRepository,
     WindowEmbeddings,
 )
@@ -60,7 +59,6 @@ from memory.application.history.sweep import Sweeper, SweepProgress, SweepReport
 from memory.application.history.sweep_status import (
     PartitionStatus,
     SweepStatus,
-    WatermarksOneByOne,
 )
 from memory.application.observer import Observed, ServiceObserver
 from memory.domain.audit.admin_action import Actor
@@ -106,8 +104,6 @@ class HistoryPorts:
     erasure: ErasureStore
     directory: OrgDirectoryStore
     schedule: SweepSchedule
-    # A status page's watermarks in one read (None: `watermarks`, one by one).
-    watermark_pages: WatermarkPages | None = None
 
 
 class HistoryService:
@@ -175,7 +171,7 @@ class HistoryService:
         )
         self._status = SweepStatus(
             events=ports.events,
-            watermarks=ports.watermark_pages or WatermarksOneByOne(ports.watermarks),
+            watermarks=ports.watermarks,
             directory=ports.directory,
             cursors=cursors,
             model=model,

@@ -4,7 +4,6 @@ read next (docs/adr/0093)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -15,7 +14,6 @@ from memory.application.history.ports import (
     Clock,
     OrgDirectoryStore,
     SweepTotals,
-    WatermarkPages,
     WatermarkRepository,
 )
 from memory.application.history.sweep import SWEEP_READ_LIMIT
@@ -62,23 +60,12 @@ class PartitionStatusPage:
     next_cursor: str | None
 
 
-class WatermarksOneByOne:
-    """`WatermarkPages` over a `WatermarkRepository`, one `get` per partition (where no
-    batched read exists: the library's in-memory persistence of the unit tests)."""
-
-    def __init__(self, watermarks: WatermarkRepository) -> None:
-        self._watermarks = watermarks
-
-    def get_many(self, partitions: Sequence[Partition], model: str) -> list[SweepWatermark]:
-        return [self._watermarks.get(p, model) for p in partitions]
-
-
 class SweepStatus:
     def __init__(
         self,
         *,
         events: ChatEventLog,
-        watermarks: WatermarkPages,
+        watermarks: WatermarkRepository,
         directory: OrgDirectoryStore,
         cursors: SignedCursors,
         model: EmbeddingModel,
@@ -112,10 +99,7 @@ class SweepStatus:
         settled = self._directory.settled(org_id, self._model_id, page)
         watermarks = self._watermarks.get_many(page, self._model_id)
         return PartitionStatusPage(
-            partitions=[
-                self._status(p, w, settled=p in settled)
-                for p, w in zip(page, watermarks, strict=True)
-            ],
+            partitions=[self._status(p, watermarks[p], settled=p in settled) for p in page],
             totals=self._directory.sweep_totals(org_id, self._model_id),
             next_cursor=next_cursor,
         )
