@@ -111,7 +111,7 @@ def test_a_check_is_recorded_for_its_model_and_shown_by_healthz(
     with opened(settings, create_home=False) as services:
         audit = services.audit
         assert isinstance(audit, PostgresAuditTrail)
-        entry = audit.latest(Action.MODEL_CHECKED, "hash:1024", lookback=100)
+        entry = audit.latest(Action.MODEL_CHECKED, "hash:1024")
         assert entry is not None and entry.actor.key_id == "cli"
         assert entry.after["passed"] is False and entry.after["threshold"] == 0.99
         assert entry.after["recall"] == document["overall"]["model_recall"]

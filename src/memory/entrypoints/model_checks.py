@@ -1,9 +1,10 @@
 """The last `memory check` of each active model, for /healthz and the console (ADR 0114).
 
 `memory check` records its figures as a `model.checked` audit event. /healthz shows, per
-active model, the newest such event among the last `MODEL_CHECK_LOOKBACK` audit entries,
-read at most every `MODEL_CHECK_REFRESH_SECONDS` (a probe every few seconds costs one
-bounded query a minute, never a scan of the whole log)."""
+active model, the newest such event, found by the audit log's (action, target) index
+(ADR 0114) however many entries came after it, read at most every
+`MODEL_CHECK_REFRESH_SECONDS` (a probe every few seconds costs one index probe per model a
+minute, never a scan of the log)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from typing import Any
 from memory.domain.audit.admin_action import Action
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 
-MODEL_CHECK_LOOKBACK = 10_000
 MODEL_CHECK_REFRESH_SECONDS = 60.0
 
 
@@ -42,7 +42,7 @@ class ModelChecks:
             return {m: self._cached[m] for m in wanted}
 
     def _read(self, model: str) -> dict[str, Any]:
-        entry = self._audit.latest(Action.MODEL_CHECKED, model, lookback=MODEL_CHECK_LOOKBACK)
+        entry = self._audit.latest(Action.MODEL_CHECKED, model)
         if entry is None:
             return {"checked": False}
         figures = entry.after if isinstance(entry.after, dict) else {}

@@ -117,3 +117,42 @@ def test_listing_is_newest_first_with_filters_and_keyset_pages(
         "t2",
     ]
     assert [e.target for e in audit.entries(AuditQuery(until=middle)).entries] == ["t1", "t0"]
+
+
+def test_the_last_entry_of_an_action_for_a_target_is_found_behind_any_number_of_newer(
+    database: Database, audit: PostgresAuditTrail
+) -> None:
+    """/healthz's last `model.checked` (ADR 0114): more than 10,000 newer entries (what the
+    bounded read of ADR 0114 looked through) and a check of another model after it."""
+
+    def checked(model: str, passed: bool) -> tuple[None, AuditedChange]:
+        return None, AuditedChange(model, None, {"passed": passed})
+
+    audit.record(ACTOR, Action.MODEL_CHECKED, lambda: checked("local:e5", True))
+    audit.record(ACTOR, Action.MODEL_CHECKED, lambda: checked("ollama:bge", False))
+    newer = [AuditedChange(f"key_{n}", None, {"revoked_at": "now"}) for n in range(10_001)]
+    audit.record_many(ACTOR, Action.KEY_REVOKED, lambda: (None, newer))
+
+    found = audit.latest(Action.MODEL_CHECKED, "local:e5")
+    assert found is not None and found.target == "local:e5" and found.after == {"passed": True}
+    other = audit.latest(Action.MODEL_CHECKED, "ollama:bge")
+    assert other is not None and other.after == {"passed": False}
+    assert audit.latest(Action.MODEL_CHECKED, "hash:64") is None
+    audit.record(ACTOR, Action.MODEL_CHECKED, lambda: checked("local:e5", False))
+    newest = audit.latest(Action.MODEL_CHECKED, "local:e5")
+    assert newest is not None and newest.after == {"passed": False}
+
+
+def test_an_entry_written_before_the_target_column_is_still_found(
+    database: Database, audit: PostgresAuditTrail
+) -> None:
+    audit.record(
+        ACTOR,
+        Action.MODEL_CHECKED,
+        lambda: (None, AuditedChange("local:e5", None, {"passed": True})),
+    )
+    with database.connection() as conn:
+        conn.execute("UPDATE audit_log SET target = NULL")  # as migration 0307 left it
+    found = audit.latest(Action.MODEL_CHECKED, "local:e5")
+    assert found is not None and found.after == {"passed": True}
+    assert audit.latest(Action.MODEL_CHECKED, "hash:64") is None

@@ -32,6 +32,9 @@ from memory.infrastructure.postgres.keyset import NewestFirst
 
 T = TypeVar("T")
 AUDIT_APPLICATION = "AuditLog"
+# Entries of one action written before audit_log had a target column (migration 0307) that
+# `latest` decodes at most, newest first, when no entry with the column matches.
+LEGACY_TARGET_LOOKBACK = 1_000
 
 
 class AuditLogApplication(Application[UUID]):
@@ -84,9 +87,16 @@ class PostgresAuditTrail:
         with conn.cursor() as curs:
             curs.executemany(
                 "INSERT INTO audit_log (notification_id, originator_id, recorded_at, org_id,"
-                " action) VALUES (%s, %s, %s, %s, %s)",
+                " action, target) VALUES (%s, %s, %s, %s, %s, %s)",
                 [
-                    (notification_id, entry.id, entry.created_on, entry.org_id, entry.action)
+                    (
+                        notification_id,
+                        entry.id,
+                        entry.created_on,
+                        entry.org_id,
+                        entry.action,
+                        entry.target,
+                    )
                     for notification_id, entry in zip(notification_ids, entries, strict=True)
                 ],
             )
@@ -109,21 +119,30 @@ class PostgresAuditTrail:
         entries = [self._entry(cast(DictRow, row)) for row in rows]
         return AuditPage(entries, entries[-1].id if more and entries else None)
 
-    def latest(self, action: Action, target: str, *, lookback: int) -> AuditEntry | None:
-        """The newest entry of `action` for `target` among the last `lookback` entries of
-        the whole log: bounded work, whatever the log's size (for /healthz, ADR 0114)."""
-        statement = sql.SQL(
+    def latest(self, action: Action, target: str) -> AuditEntry | None:
+        """The newest entry of `action` for `target` (for /healthz, ADR 0114): one probe of
+        the (action, target) index, whatever the log's size. Entries written before
+        migration 0307 have no target column; only when none has it are they read, newest
+        first, at most `LEGACY_TARGET_LOOKBACK` of the action's, decoding each."""
+        select = sql.SQL(
             "SELECT e.notification_id, e.originator_id, e.originator_version, e.topic, e.state"
-            " FROM (SELECT notification_id, action FROM audit_log"
-            "       ORDER BY notification_id DESC LIMIT %(lookback)s) AS a"
-            " JOIN {events} e ON e.notification_id = a.notification_id"
-            " WHERE a.action = %(action)s ORDER BY a.notification_id DESC"
-        ).format(events=self._events_table)
+            " FROM audit_log a JOIN {events} e ON e.notification_id = a.notification_id"
+            " WHERE a.action = %(action)s AND a.target {test}"
+            " ORDER BY a.notification_id DESC LIMIT %(limit)s"
+        )
+        params = {"action": action.value, "target": target}
         with self._db.connection() as conn:
-            rows = conn.execute(
-                statement, {"lookback": lookback, "action": action.value}
+            row = conn.execute(
+                select.format(events=self._events_table, test=sql.SQL("= %(target)s")),
+                {**params, "limit": 1},
+            ).fetchone()
+            if row is not None:
+                return self._entry(cast(DictRow, row))
+            legacy = conn.execute(
+                select.format(events=self._events_table, test=sql.SQL("IS NULL")),
+                {**params, "limit": LEGACY_TARGET_LOOKBACK},
             ).fetchall()
-        for row in rows:
+        for row in legacy:
             entry = self._entry(cast(DictRow, row))
             if entry.target == target:
                 return entry
