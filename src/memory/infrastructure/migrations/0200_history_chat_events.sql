@@ -1,4 +1,5 @@
--- History search: chat events, the source of truth (ADR-0050). Written synchronously by
+-- History search: chat events, the source of truth (seed decision "Digital Worker
+-- local embeddings for semantic history search"). Written synchronously by
 -- ingest; full-text search uses the stored 'simple' tsvector.
 CREATE SEQUENCE dw_chat_events_ingest_seq;
 

@@ -1,5 +1,6 @@
 -- History search: embeddings of conversation windows, a regenerable cache written only by
--- the sweep (ADR-0050). One table holds every model's rows: `embedding` has no fixed
+-- the sweep (seed decision "Digital Worker local embeddings for semantic history search").
+-- One table holds every model's rows: `embedding` has no fixed
 -- dimension (384 for the embedded e5, 1024 for bge-m3) and every query filters by
 -- (org_id, model), so vectors of two models are never compared.
 CREATE TABLE dw_message_embeddings (
