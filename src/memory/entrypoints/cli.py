@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from types import FrameType
@@ -39,6 +40,20 @@ def _raise_shutdown(signum: int, frame: object) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from memory.entrypoints.serve_port import PortUnavailable, listening_socket
+
+    settings: Settings = args.settings
+    # The port first: when it is taken, nothing else may start (docs/adr/0132).
+    try:
+        listener = listening_socket(args.host, args.port)
+    except PortUnavailable as exc:
+        cli_output.error(str(exc))
+        return 2
+    with listener:
+        return _serve_on(args, listener, settings)
+
+
+def _serve_on(args: argparse.Namespace, listener: socket.socket, settings: Settings) -> int:
     import uvicorn
 
     from memory.entrypoints.admin_key import ensure_admin_key
@@ -47,7 +62,6 @@ def _serve(args: argparse.Namespace) -> int:
     from memory.entrypoints.database_url import database_url
     from memory.entrypoints.http.app import create_app, request_shutdown
 
-    settings: Settings = args.settings
     signal.signal(signal.SIGTERM, _raise_shutdown)
     install_backup_age(settings)
     # Before any pool opens, so that every connection's statements are traced.
@@ -104,7 +118,7 @@ def _serve(args: argparse.Namespace) -> int:
         )
         server = Server(config)
         try:
-            server.run()
+            server.run(sockets=[listener])
         finally:
             if tracer_provider is not None:
                 tracer_provider.shutdown()  # sends the spans still queued
