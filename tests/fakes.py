@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -21,13 +22,18 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
+from eventsourcing.persistence import Notification, Tracking
+from eventsourcing.popo import POPOTrackingRecorder
+
 from memory.application.audit.ports import AuditEntry, AuditPage, AuditQuery
 from memory.application.embedding import (
     EmbeddingError,
+    EmbeddingModel,
     InputRejected,
     ModelStatus,
     ModelUnavailable,
 )
+from memory.application.errors import DeadlineExceeded
 from memory.application.history.erasure import ErasedOrg, ErasureReport
 from memory.application.history.ports import (
     BacklogQuery,
@@ -49,6 +55,22 @@ from memory.application.history.ports import (
 )
 from memory.application.history.service import HistoryPorts
 from memory.application.history.watermarks import SweepWatermarks
+from memory.application.policy.ports import (
+    PolicyRows,
+    ProjectionBusy,
+    ProjectorFailed,
+    ReembedProgress,
+    ReembedReport,
+    ResultRows,
+    TrackingTable,
+)
+from memory.application.policy.projection import (
+    MetadataRevision,
+    PolicyEmbeddingsProjection,
+    PolicyEmbeddingsView,
+    PolicyRow,
+)
+from memory.application.policy.service import PolicyPorts
 from memory.domain.audit.admin_action import Action, Actor, AuditedChange
 from memory.domain.durability.erasure_record import ErasureRecord
 from memory.domain.embedding import EmbeddingVector, ModelIdentity
@@ -60,9 +82,17 @@ from memory.domain.history.partition_listing import PartitionKey
 from memory.domain.history.position import SweepPosition
 from memory.domain.history.search import HistoryHit, HistoryQuery, MatchedBy
 from memory.domain.history.sweep_plan import LateCatchUp, MainRead, PartitionRead, WatermarkMark
-from memory.domain.relevance import ScriptGroup, relevances, script_group
+from memory.domain.policy.cursor import SearchCursor
+from memory.domain.policy.filters import SearchFilter, TagMode
+from memory.domain.policy.listing import ListPosition, ListRequest, StoredPolicy
+from memory.domain.policy.namespace import PolicyNamespace
+from memory.domain.policy.search import PolicyDocument, SearchRequest, SimilarityResult
+from memory.domain.relevance import QueryDistribution, ScriptGroup, relevances, script_group
 from memory.domain.time_range import AcceptedTimeRange
+from memory.infrastructure.embedding.factory import stored_model_id
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
+from memory.infrastructure.policy.event_store import EventSourcedPolicyLog, PolicyApplication
+from memory.infrastructure.policy.model_objects import ModelObjects
 
 # How long a gated fake waits for its gate before failing the test.
 T = TypeVar("T")
@@ -960,3 +990,518 @@ class InMemoryErasureJournal:
         dropped = len(self.kept) - len(kept)
         self.kept = kept
         return dropped
+
+
+# Policy ports in memory --------------------------------------------------------------------
+
+
+class InMemoryPolicyTable:
+    """`policy_embeddings` in memory: every model's rows, by (embedding_ref, model)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[uuid.UUID, str], PolicyRow] = {}
+        self.lock = threading.Lock()
+
+    def of_model(self, model: str) -> list[PolicyRow]:
+        with self.lock:
+            return [r for (_, m), r in self.rows.items() if m == model]
+
+
+class InMemoryPolicyView(POPOTrackingRecorder, PolicyEmbeddingsView):
+    """One model's projection view in memory: each write changes the table and records the
+    position together, as `PostgresPolicyEmbeddingsView` does in one transaction."""
+
+    def __init__(
+        self, table: InMemoryPolicyTable, on_commit: Callable[[int], None] | None = None
+    ) -> None:
+        super().__init__()
+        self._table = table
+        self._on_commit = on_commit
+
+    def upsert_row(self, row: PolicyRow, tracking: Tracking) -> None:
+        with self._table.lock:
+            key = (row.embedding_ref, row.model)
+            current = self._table.rows.get(key)
+            if current is None:
+                self._table.rows[key] = row
+            elif current.version < row.version:
+                # The row keeps its creation time, as the SQL upsert does.
+                self._table.rows[key] = replace(row, created_at=current.created_at)
+        self.insert_tracking(tracking)
+
+    def revise_metadata(self, revision: MetadataRevision, tracking: Tracking) -> None:
+        with self._table.lock:
+            key = (revision.embedding_ref, revision.model)
+            current = self._table.rows.get(key)
+            if current is not None and current.version < revision.version:
+                self._table.rows[key] = replace(
+                    current,
+                    version=revision.version,
+                    metadata=revision.metadata,
+                    updated_at=revision.updated_at,
+                )
+        self.insert_tracking(tracking)
+
+    def remove_row(self, embedding_ref: uuid.UUID, model: str, tracking: Tracking) -> None:
+        with self._table.lock:
+            self._table.rows.pop((embedding_ref, model), None)
+        self.insert_tracking(tracking)
+
+    def remove_deleted(self, embedding_ref: uuid.UUID, version: int, tracking: Tracking) -> None:
+        with self._table.lock:
+            for key, row in list(self._table.rows.items()):
+                if row.embedding_ref == embedding_ref and row.version < version:
+                    del self._table.rows[key]
+        self.insert_tracking(tracking)
+
+    def insert_tracking(self, tracking: Tracking) -> None:
+        super().insert_tracking(tracking)
+        if self._on_commit is not None:
+            self._on_commit(tracking.notification_id)
+
+
+def _tags_match(search_filter: SearchFilter, tags: tuple[str, ...]) -> bool:
+    if search_filter.tags is None:
+        return True
+    wanted = set(search_filter.tags.tags)
+    if search_filter.tags.mode is TagMode.ANY:
+        return bool(wanted & set(tags))
+    return wanted <= set(tags)
+
+
+def _json_equal(a: object, b: object) -> bool:
+    """JSON equality as jsonb containment compares scalars (true is not 1)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
+def _matches(search_filter: SearchFilter, row: PolicyRow) -> bool:
+    metadata = row.metadata.to_json()
+    checks = [
+        search_filter.source is None or row.metadata.source == search_filter.source,
+        search_filter.title is None or row.metadata.title == search_filter.title,
+        _tags_match(search_filter, row.metadata.tags),
+        all(
+            key in metadata and _json_equal(metadata[key], value)
+            for key, value in search_filter.metadata.items()
+        ),
+    ]
+    bounds = search_filter.timestamp
+    if bounds is not None:
+        at = row.updated_at
+        checks += [
+            bounds.gte is None or at >= bounds.gte,
+            bounds.gt is None or at > bounds.gt,
+            bounds.lte is None or at <= bounds.lte,
+            bounds.lt is None or at < bounds.lt,
+        ]
+    return all(checks)
+
+
+def _distance(a: Sequence[float], b: Sequence[float]) -> float:
+    """pgvector's cosine distance `<=>`."""
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return 1.0 - dot / norm if norm else 1.0
+
+
+def _in_time(timeout: float) -> None:
+    if timeout <= 0:
+        raise DeadlineExceeded(
+            "search timed out before its database query",
+            details={"timeout_seconds": 0, "stage": "database"},
+        )
+
+
+class InMemoryPolicyReadModel:
+    """`PolicyReadModel` for one model over the in-memory table, in exact mode: every row
+    of the model compared, ordered by (distance, embedding_ref)."""
+
+    def __init__(self, table: InMemoryPolicyTable, model_id: str) -> None:
+        self._table = table
+        self._model_id = model_id
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def _visible(self, view: Sequence[PolicyNamespace]) -> list[PolicyRow]:
+        names = {n.text for n in view}
+        return [r for r in self._table.of_model(self._model_id) if r.namespace.text in names]
+
+    def search(
+        self,
+        vector: EmbeddingVector,
+        request: SearchRequest,
+        after: SearchCursor | None,
+        timeout: float,
+    ) -> ResultRows:
+        _in_time(timeout)
+        floors = dict(request.group_floors)
+        scored = []
+        for row in self._visible(request.view):
+            distance = _distance(vector.values, row.vector)
+            group = script_group(row.content)
+            if distance > request.threshold.max_distance or not _matches(request.filter, row):
+                continue
+            if group in floors and distance > 1.0 - floors[group]:
+                continue
+            scored.append((distance, row.embedding_ref, row, group))
+        scored.sort(key=lambda s: (s[0], s[1]))
+        if after is not None:
+            scored = [s for s in scored if (s[0], s[1]) > (after.distance, after.embedding_ref)]
+        else:
+            scored = scored[request.page.offset :]
+        page = scored[: request.page.size + 1]
+        results = [
+            SimilarityResult(
+                embedding_ref=row.embedding_ref,
+                policy_id=row.policy_id,
+                version=row.version,
+                similarity=1.0 - distance,
+                distance=distance,
+                metadata=row.metadata,
+                timestamp=row.updated_at,
+                namespace=row.namespace,
+                script_group=group,
+            )
+            for distance, _, row, group in page
+        ]
+        return ResultRows(results[: request.page.size], len(results) > request.page.size)
+
+    def get(
+        self,
+        embedding_ref: uuid.UUID,
+        query: EmbeddingVector | None,
+        timeout: float,
+        view: Sequence[PolicyNamespace],
+    ) -> PolicyDocument | None:
+        _in_time(timeout)
+        for row in self._visible(view):
+            if row.embedding_ref == embedding_ref:
+                return PolicyDocument(
+                    embedding_ref=row.embedding_ref,
+                    policy_id=row.policy_id,
+                    version=row.version,
+                    content=row.content,
+                    metadata=row.metadata,
+                    timestamp=row.updated_at,
+                    similarity=None if query is None else 1.0 - _distance(query.values, row.vector),
+                    namespace=row.namespace,
+                )
+        return None
+
+    def list_policies(
+        self, request: ListRequest, after: ListPosition | None, timeout: float
+    ) -> PolicyRows:
+        _in_time(timeout)
+        rows = [
+            r
+            for r in self._visible(request.view)
+            if (request.source is None or r.metadata.source == request.source)
+            and (request.tag is None or request.tag in r.metadata.tags)
+            and (request.updated_since is None or r.updated_at >= request.updated_since)
+        ]
+        rows.sort(key=lambda r: (r.updated_at, r.embedding_ref), reverse=True)
+        if after is not None:
+            rows = [r for r in rows if (r.updated_at, r.embedding_ref) < tuple(after_key(after))]
+        page = rows[: request.limit + 1]
+        policies = [
+            StoredPolicy(
+                policy_id=r.policy_id,
+                embedding_ref=r.embedding_ref,
+                version=r.version,
+                content=r.content,
+                metadata=r.metadata,
+                model=r.model,
+                stored_at=r.created_at,
+                updated_at=r.updated_at,
+                namespace=r.namespace,
+            )
+            for r in page
+        ]
+        return PolicyRows(policies[: request.limit], len(page) > request.limit)
+
+
+def after_key(after: ListPosition) -> tuple[datetime, uuid.UUID]:
+    return (after.updated_at, after.embedding_ref)
+
+
+class InMemoryPolicySimilarityDistribution:
+    """`PolicySimilarityDistribution` over every row of the model in the view."""
+
+    def __init__(self, table: InMemoryPolicyTable, model_id: str) -> None:
+        self._table = table
+        self._model_id = model_id
+
+    def distribution(
+        self, vector: EmbeddingVector, view: Sequence[PolicyNamespace], timeout: float
+    ) -> QueryDistribution:
+        _in_time(timeout)
+        names = {n.text for n in view}
+        return QueryDistribution.of(
+            [
+                (script_group(r.content), 1.0 - _distance(vector.values, r.vector))
+                for r in self._table.of_model(self._model_id)
+                if r.namespace.text in names
+            ]
+        )
+
+
+class InMemoryPolicyProjection:
+    """One model's projection, run on demand over the in-memory event log: `catch_up`
+    processes every event recorded since its position, in the caller's thread."""
+
+    def __init__(
+        self,
+        log: EventSourcedPolicyLog,
+        table: InMemoryPolicyTable,
+        model: EmbeddingModel,
+        on_commit: Callable[[int], None] | None = None,
+    ) -> None:
+        self._log = log
+        self.view = InMemoryPolicyView(table, on_commit)
+        self.projection = PolicyEmbeddingsProjection(self.view, model, log)
+        self._lock = threading.Lock()
+
+    @property
+    def position(self) -> int | None:
+        return self.view.max_tracking_id(PolicyApplication.name)
+
+    def catch_up(self) -> int | None:
+        app = self._log.app
+        with self._lock:
+            start = (self.position or 0) + 1
+            for notification in app.recorder.select_notifications(start=start, limit=100_000):
+                event = app.mapper.to_domain_event(notification)
+                tracking = Tracking(PolicyApplication.name, notification.id)
+                try:
+                    self.projection.process_event(event, tracking)
+                except Exception as exc:
+                    # As the runner reports it: processing stopped; it resumes from here.
+                    raise ProjectorFailed(f"projection failed: {exc}") from exc
+        return self.position
+
+
+class InMemoryProjectionWaiter:
+    """`ProjectionWaiter` whose projection runs when a writer waits (in its thread); while
+    `paused` (no projector running anywhere) it runs nothing and the wait times out."""
+
+    def __init__(self, projection: InMemoryPolicyProjection) -> None:
+        self._projection = projection
+        self.paused = False
+        self.waited_for: list[int] = []
+
+    def wait(self, notification_id: int, timeout: float) -> bool:
+        self.waited_for.append(notification_id)
+        if self.paused:
+            return False
+        try:
+            position = self._projection.catch_up()
+        except ProjectorFailed:
+            return False  # the write is recorded; it becomes searchable once projected
+        return position is not None and position >= notification_id
+
+
+class InMemoryProjectorLeases:
+    """The projector leases of every process sharing one database: a model's lease is held
+    by one projector at a time."""
+
+    def __init__(self) -> None:
+        self.holders: dict[str, object] = {}
+        self.lock = threading.Lock()
+
+
+class InMemoryPolicyProjector:
+    """`PolicyProjector` in memory: the lease is real (shared `InMemoryProjectorLeases`),
+    processing is the projection's catch-up at each `check`. Knobs: `failure` (raised by
+    `check`, as `ProjectorFailed`), `lease_lost` (the lease's connection ended)."""
+
+    def __init__(
+        self,
+        leases: InMemoryProjectorLeases,
+        projection: InMemoryPolicyProjection,
+        model_id: str,
+    ) -> None:
+        self._leases = leases
+        self._projection = projection
+        self._model_id = model_id
+        self.running = False
+        self.failure: str | None = None
+        self.lease_lost = False
+
+    def try_start(self) -> bool:
+        with self._leases.lock:
+            holder = self._leases.holders.setdefault(self._model_id, self)
+        if holder is not self:
+            return False
+        self.running = True
+        return True
+
+    def lease_alive(self) -> bool:
+        return self.running and not self.lease_lost
+
+    def check(self) -> None:
+        if not self.running:
+            raise ProjectorFailed(f"projector for {self._model_id} is not running")
+        if self.failure is not None:
+            raise ProjectorFailed(f"projector for {self._model_id} failed: {self.failure}")
+        if self.lease_lost:
+            raise ProjectorFailed(f"projector for {self._model_id} lost its lease")
+        self._projection.catch_up()
+
+    def stop(self) -> None:
+        self.running = False
+        with self._leases.lock:
+            if self._leases.holders.get(self._model_id) is self:
+                del self._leases.holders[self._model_id]
+
+
+class InMemoryPolicyModelStore:
+    """`PolicyModelStore` over the in-memory table and log: each model's projection (the
+    active one's is shared with the waiter), re-embeds that replay the log, drops.
+    `untied` holds tracking tables no model is tied to (a re-embed that predates labels)."""
+
+    def __init__(
+        self,
+        log: EventSourcedPolicyLog,
+        table: InMemoryPolicyTable,
+        leases: InMemoryProjectorLeases,
+        build_model: Callable[[str], EmbeddingModel],
+    ) -> None:
+        self._log = log
+        self._table = table
+        self._leases = leases
+        self.build_model = build_model
+        self.projections: dict[str, InMemoryPolicyProjection] = {}
+        self.untied: list[str] = []
+
+    def projection(self, model: EmbeddingModel) -> InMemoryPolicyProjection:
+        model_id = model.identity.id
+        if model_id not in self.projections:
+            self.projections[model_id] = InMemoryPolicyProjection(self._log, self._table, model)
+        return self.projections[model_id]
+
+    def stored_id(self, spec: str) -> str:
+        return stored_model_id(spec)
+
+    def head(self) -> int | None:
+        return self._log.head()
+
+    def rows_per_model(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        with self._table.lock:
+            for _, model in self._table.rows:
+                counts[model] = counts.get(model, 0) + 1
+        return counts
+
+    def position(self, model_id: str) -> int | None:
+        projection = self.projections.get(model_id)
+        return None if projection is None else projection.position
+
+    def drop(self, model_id: str) -> int:
+        self._refuse_busy(model_id)
+        with self._table.lock:
+            doomed = [key for key in self._table.rows if key[1] == model_id]
+            for key in doomed:
+                del self._table.rows[key]
+        self.projections.pop(model_id, None)
+        return len(doomed)
+
+    def tracking_tables(self, known_models: Sequence[str]) -> list[TrackingTable]:
+        tied = [TrackingTable(ModelObjects(m).tracking_table, m) for m in sorted(self.projections)]
+        return tied + [TrackingTable(t, None) for t in self.untied]
+
+    def drop_tracking_table(self, table: str) -> None:
+        self.untied.remove(table)
+
+    def reembed(
+        self, spec: str, *, rebuild: bool, on_progress: ReembedProgress | None
+    ) -> ReembedReport:
+        model = self.build_model(spec)
+        model_id = model.identity.id
+        self._refuse_busy(model_id)
+        removed = self.drop(model_id) if rebuild else 0
+        projection = self.projection(model)
+        started_at, head = projection.position, self._log.head()
+        reached = projection.catch_up()
+        if on_progress is not None:
+            on_progress(reached, head)
+        return ReembedReport(
+            model=model_id,
+            started_at=started_at,
+            reached=reached,
+            head=head,
+            texts_embedded=projection.projection.embedded_texts,
+            rows_removed=removed,
+        )
+
+    def _refuse_busy(self, model_id: str) -> None:
+        if model_id in self._leases.holders:
+            raise ProjectionBusy(f"the projector for model {model_id} is running")
+
+
+@dataclass
+class InMemoryPolicy:
+    """Every policy port in memory, wired together: the library's in-memory event store,
+    the read model table every model's projection writes, the active model's projection
+    (run when a writer waits, or by a leading projector's checks) and the leases."""
+
+    model: FakeModel
+    log: EventSourcedPolicyLog
+    table: InMemoryPolicyTable
+    read_model: InMemoryPolicyReadModel
+    waiter: InMemoryProjectionWaiter
+    models: InMemoryPolicyModelStore
+    leases: InMemoryProjectorLeases
+    distribution: InMemoryPolicySimilarityDistribution
+    projectors: list[InMemoryPolicyProjector]
+
+    @classmethod
+    def create(cls, model: FakeModel | None = None) -> InMemoryPolicy:
+        model = model or FakeModel()
+        log = EventSourcedPolicyLog(
+            PolicyApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+        )
+        table = InMemoryPolicyTable()
+        leases = InMemoryProjectorLeases()
+        models = InMemoryPolicyModelStore(
+            log,
+            table,
+            leases,
+            lambda spec: FakeModel(stored_model_id(spec), model.identity.dimensions),
+        )
+        active = models.projection(model)
+        return cls(
+            model=model,
+            log=log,
+            table=table,
+            read_model=InMemoryPolicyReadModel(table, model.identity.id),
+            waiter=InMemoryProjectionWaiter(active),
+            models=models,
+            leases=leases,
+            distribution=InMemoryPolicySimilarityDistribution(table, model.identity.id),
+            projectors=[],
+        )
+
+    def new_projector(self) -> InMemoryPolicyProjector:
+        projector = InMemoryPolicyProjector(
+            self.leases, self.models.projection(self.model), self.model.identity.id
+        )
+        self.projectors.append(projector)
+        return projector
+
+    def ports(self) -> PolicyPorts:
+        return PolicyPorts(
+            log=self.log,
+            read_model=self.read_model,
+            waiter=self.waiter,
+            models=self.models,
+            projectors=self.new_projector,
+            distribution=self.distribution,
+        )
+
+    def recorded(self) -> list[Notification]:
+        """Every event notification recorded so far."""
+        return list(self.log.app.recorder.select_notifications(start=1, limit=100_000))

@@ -1,5 +1,6 @@
-"""Wiring of the policy context: the adapters under its `PolicyService`, the service's
-observers, its routes, its worker (`memory.entrypoints.workers.policy`) and its health."""
+"""Wiring of the policy context: the adapters under its `PolicyService` (which builds its
+use cases from them), the service's observers, its routes, its worker
+(`memory.entrypoints.workers.policy`, run through the service) and its health."""
 
 from __future__ import annotations
 
@@ -12,19 +13,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memory.application.audit.ports import AuditTrail
 from memory.application.embedding import EmbeddingModel
 from memory.application.observer import ServiceObserver
-from memory.application.policy.commands import PolicyCommands
-from memory.application.policy.queries import PolicyQueries
-from memory.application.policy.service import PolicyService
+from memory.application.policy.service import PolicyPorts, PolicyService
 from memory.domain.policy.cursor import CursorCodec
 from memory.domain.policy.dimensionality import FixedDimensionality
 from memory.entrypoints.runtime import Worker
-from memory.entrypoints.workers.policy import PolicyWorkers, lag
+from memory.entrypoints.workers.policy import PolicyWorkers
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 from memory.infrastructure.policy.metrics import PolicyMetrics
 from memory.infrastructure.policy.model_store import PostgresPolicyModelStore
 from memory.infrastructure.policy.progress import ProjectionProgress, TrackingWaiter
-from memory.infrastructure.policy.projector import read_tracking_position
+from memory.infrastructure.policy.projector import PolicyProjector, read_tracking_position
 from memory.infrastructure.policy.read_model import PostgresPolicyReadModel
 from memory.infrastructure.policy.secrets import load_cursor_key
 from memory.infrastructure.policy.similarity_distribution import (
@@ -67,40 +66,41 @@ class PolicyRuntime:
         self.log = EventSourcedPolicyLog.open(database)
         self.progress = ProjectionProgress()
         model_id = model.identity.id
-        waiter = TrackingWaiter(self.progress, lambda: read_tracking_position(database, model_id))
-        audit_trail = audit if audit is not None else PostgresAuditTrail(database)
-        self.commands = PolicyCommands(
-            self.log,
-            model,
-            waiter,
-            audit=audit_trail,
-            max_content_chars=settings.policy_max_content_chars,
-            wait_timeout=settings.projection_wait_timeout,
-        )
-        self.queries = PolicyQueries(
-            self.log,
-            PostgresPolicyReadModel(
-                database,
-                model_id,
-                mode=settings.policy_search_mode,
-                ef_search=settings.policy_hnsw_ef_search,
-            ),
-            model,
-            CursorCodec(load_cursor_key(database)),
-            search_timeout=settings.search_timeout,
-            default_threshold=settings.policy_similarity_threshold,
-            distribution=PostgresPolicySimilarityDistribution(database, model_id),
-            max_future_skew=timedelta(seconds=settings.max_future_skew),
+        self.read_model = PostgresPolicyReadModel(
+            database,
+            model_id,
+            mode=settings.policy_search_mode,
+            ef_search=settings.policy_hnsw_ef_search,
         )
         self.service = PolicyService(
-            self.commands,
-            self.queries,
-            PostgresPolicyModelStore(database, self.log, build_model or _no_swaps),
-            active_model=model_id,
-            audit=audit_trail,
+            PolicyPorts(
+                log=self.log,
+                read_model=self.read_model,
+                waiter=TrackingWaiter(
+                    self.progress, lambda: read_tracking_position(database, model_id)
+                ),
+                models=PostgresPolicyModelStore(database, self.log, build_model or _no_swaps),
+                projectors=self._projector,
+                distribution=PostgresPolicySimilarityDistribution(database, model_id),
+            ),
+            model,
+            cursors=CursorCodec(load_cursor_key(database)),
+            audit=audit if audit is not None else PostgresAuditTrail(database),
+            max_content_chars=settings.policy_max_content_chars,
+            wait_timeout=settings.projection_wait_timeout,
+            search_timeout=settings.search_timeout,
+            default_threshold=settings.policy_similarity_threshold,
+            max_future_skew=timedelta(seconds=settings.max_future_skew),
             observers=(PolicyMetrics(), ServiceLog()) if observers is None else observers,
         )
-        self._workers = PolicyWorkers(database, model, self.log, self.progress)
+        self._workers = PolicyWorkers(self.service)
+
+    def _projector(self) -> PolicyProjector:
+        """The active model's projector, sharing the process's event log (its library pool)
+        and announcing its commits to the writers waiting here."""
+        return PolicyProjector(
+            self.database, self.model, self.log, progress=self.progress, shared_log=self.log
+        )
 
     def routes(self) -> list[BaseRoute]:
         from memory.entrypoints.http.policy_routes import policy_routes
@@ -111,16 +111,16 @@ class PolicyRuntime:
         return self._workers.workers()
 
     def health(self) -> dict[str, Any]:
-        position, head = self._workers.positions()
+        projection = self.service.projection_status()
         return {
             "model": self.model.status().as_health(),
             "projector": {
-                "model": self.model.identity.id,
-                "role": self._workers.role,
-                "running_here": self._workers.projector is not None,
-                "position": position,
-                "head": head,
-                "lag_events": lag(position, head),
+                "model": projection.model,
+                "role": projection.role,
+                "running_here": projection.running_here,
+                "position": projection.position,
+                "head": projection.head,
+                "lag_events": projection.lag_events,
             },
             "search_mode": self.settings.policy_search_mode,
         }

@@ -39,7 +39,7 @@ def test_reembed_shows_progress_and_drop_model_refuses_the_active_model(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     runtime = make_runtime(projection_wait_timeout=0)
-    runtime.commands.store_many(
+    runtime.service.store_many(
         [NewPolicy(f"p{i}", f"text {i}") for i in range(5)], actor=TEST_ACTOR
     )
 
@@ -134,7 +134,7 @@ def test_status_lists_and_drop_model_removes_what_a_failed_reembed_left(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     runtime = make_runtime(projection_wait_timeout=0)
-    runtime.commands.store_many(
+    runtime.service.store_many(
         [NewPolicy(f"p{i}", f"text {i}") for i in range(2)], actor=TEST_ACTOR
     )
     monkeypatch.setenv("MEMORY_OLLAMA_URL", f"http://127.0.0.1:{free_port()}")  # refused

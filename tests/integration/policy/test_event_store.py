@@ -44,10 +44,10 @@ def test_large_batches_and_large_policies_are_recorded_without_hanging(
     done = threading.Event()
 
     def store() -> None:
-        runtime.commands.store_many(
+        runtime.service.store_many(
             [NewPolicy(f"p{i}", f"policy {i} " + "x" * 2_000) for i in range(200)], actor=TEST_ACTOR
         )
-        runtime.commands.store("big", "y" * 600_000, actor=TEST_ACTOR)
+        runtime.service.store("big", "y" * 600_000, actor=TEST_ACTOR)
         done.set()
 
     worker = threading.Thread(target=store, daemon=True)

@@ -177,7 +177,7 @@ def test_an_orgs_listing_merges_its_own_and_the_global_policies_page_by_page(
     acme_sees = [p for p in reversed(written) if p[0] != "org:globex"]
 
     statements: list[tuple[Any, dict[str, Any]]] = []
-    read_model = runtime.queries._read_model
+    read_model = runtime.read_model
     run = read_model._run  # type: ignore[attr-defined]
 
     def recorded(statement: Any, params: dict[str, Any], *args: Any) -> Any:

@@ -13,7 +13,6 @@ from memory.application.policy.commands import NewPolicy
 from memory.application.policy.ports import ProjectionBusy
 from memory.domain.errors import NotFound
 from memory.domain.policy.content import content_sha256
-from memory.domain.policy.namespace import PolicyNamespace
 from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.policy.indexes import has_hnsw_index
 from memory.infrastructure.policy.model_admin import PolicyModelAdmin
@@ -33,17 +32,17 @@ CURRENT = {
 
 
 def seed(runtime: PolicyRuntime) -> None:
-    runtime.commands.store_many(
+    runtime.service.store_many(
         [
             NewPolicy(f"p{i}", f"policy {w}", {"title": w})
             for i, w in enumerate(["zero", "one", "two", "three", "four", "five"])
         ],
         actor=TEST_ACTOR,
     )
-    runtime.commands.update("p0", "policy zero, second wording", actor=TEST_ACTOR)
-    runtime.commands.update("p0", "policy zero, third wording", actor=TEST_ACTOR)
-    runtime.commands.update("p2", "policy two, second wording", actor=TEST_ACTOR)
-    runtime.commands.update(
+    runtime.service.update("p0", "policy zero, second wording", actor=TEST_ACTOR)
+    runtime.service.update("p0", "policy zero, third wording", actor=TEST_ACTOR)
+    runtime.service.update("p2", "policy two, second wording", actor=TEST_ACTOR)
+    runtime.service.update(
         "p3", "policy three", {"title": "three", "tags": ["renamed"]}, actor=TEST_ACTOR
     )
 
@@ -84,19 +83,19 @@ def test_every_read_filters_by_the_active_model(
     with policy_db.connection() as conn:
         conn.execute("DELETE FROM policy_embeddings WHERE model = 'hash:384' AND policy_id = 'p4'")
     for mode in ("hnsw", "exact"):
-        runtime.queries._read_model.mode = mode  # type: ignore[attr-defined]
-        answer = runtime.queries.search("policy four", similarity_threshold=0.0, limit=200)
+        runtime.read_model.mode = mode  # type: ignore[attr-defined]
+        answer = runtime.service.search("policy four", similarity_threshold=0.0, limit=200)
         assert "p4" not in {r.policy_id for r in answer.results}
         assert len(answer.results) == 5
-    receipt_ref = runtime.queries.versions("p4")[0].embedding_ref
+    receipt_ref = runtime.service.versions("p4")[0].embedding_ref
     with pytest.raises(NotFound):
-        runtime.queries.get_by_embedding(str(receipt_ref))
+        runtime.service.get_by_embedding(str(receipt_ref))
 
     other_runtime = make_runtime(model=test_model(OTHER_MODEL))
-    answer = other_runtime.queries.search("policy four", similarity_threshold=0.0, limit=200)
+    answer = other_runtime.service.search("policy four", similarity_threshold=0.0, limit=200)
     assert answer.model == OTHER_MODEL
     assert answer.results[0].policy_id == "p4"
-    assert other_runtime.queries.get_by_embedding(str(receipt_ref)).policy_id == "p4"
+    assert other_runtime.service.get_by_embedding(str(receipt_ref)).policy_id == "p4"
 
 
 def test_an_interrupted_reembed_resumes_without_redoing_work(
@@ -177,13 +176,11 @@ def test_reembed_keeps_each_policy_in_its_namespace(
 ) -> None:
     """A replay writes every namespace's rows, an org's policy under its org even when the
     replay starts from its `ContentUpdated` (the earlier text is skipped)."""
-    runtime.commands.store("travel", "global travel rule", actor=TEST_ACTOR)
-    acme = PolicyNamespace.of_org("acme")
-    runtime.commands.store("travel", "acme travel rule", actor=TEST_ACTOR, namespace=acme)
-    runtime.commands.update("travel", "acme travel rule, v2", actor=TEST_ACTOR, namespace=acme)
-    runtime.commands.store(
-        "own", "globex only", actor=TEST_ACTOR, namespace=PolicyNamespace("globex")
-    )
+    runtime.service.store("travel", "global travel rule", actor=TEST_ACTOR)
+    acme = "org:acme"
+    runtime.service.store("travel", "acme travel rule", actor=TEST_ACTOR, namespace=acme)
+    runtime.service.update("travel", "acme travel rule, v2", actor=TEST_ACTOR, namespace=acme)
+    runtime.service.store("own", "globex only", actor=TEST_ACTOR, namespace="org:globex")
 
     other = test_model(OTHER_MODEL)
     reembed(policy_db, other, runtime.log)

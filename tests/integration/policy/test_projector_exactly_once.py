@@ -71,14 +71,14 @@ def row_versions(database: Database, model: str) -> dict[str, int]:
 
 
 def seed(runtime: PolicyRuntime, policies: int) -> None:
-    runtime.commands.store_many(
+    runtime.service.store_many(
         [NewPolicy(f"p{i}", f"policy text {i}", {"title": f"t{i}"}) for i in range(policies)],
         actor=TEST_ACTOR,
     )
     for i in range(0, policies, 3):
-        runtime.commands.update(f"p{i}", f"policy text {i}, revised", actor=TEST_ACTOR)
+        runtime.service.update(f"p{i}", f"policy text {i}, revised", actor=TEST_ACTOR)
     for i in range(0, policies, 5):
-        runtime.commands.update(
+        runtime.service.update(
             f"p{i}", f"policy text {i}, revised", {"title": "meta"}, actor=TEST_ACTOR
         )
 
@@ -134,7 +134,7 @@ def test_a_killed_projector_process_resumes_exactly_where_its_commits_stopped(
 ) -> None:
     runtime = make_runtime(projection_wait_timeout=0)
     for batch in range(10):
-        runtime.commands.store_many(
+        runtime.service.store_many(
             [NewPolicy(f"p{batch}-{i}", f"text {batch} {i}") for i in range(150)], actor=TEST_ACTOR
         )
     seed(runtime, 30)

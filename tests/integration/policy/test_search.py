@@ -14,7 +14,6 @@ from tests.integration.policy.conftest import MakeRuntime, StartProjector
 
 from memory.application.errors import DeadlineExceeded
 from memory.application.policy.commands import NewPolicy
-from memory.application.policy.deadline import Deadline
 from memory.domain.errors import InvalidInput
 from memory.domain.policy.search import SimilarityResult
 from memory.domain.relevance import ScriptGroup, relevances
@@ -50,11 +49,11 @@ def corpus(
             },
         )
 
-    runtime.commands.store_many([policy(i) for i in range(30)], actor=TEST_ACTOR)
+    runtime.service.store_many([policy(i) for i in range(30)], actor=TEST_ACTOR)
     middle = datetime.now().astimezone()
     time.sleep(0.01)
-    runtime.commands.store_many([policy(i) for i in range(30, 60)], actor=TEST_ACTOR)
-    runtime.commands.store_many(
+    runtime.service.store_many([policy(i) for i in range(30, 60)], actor=TEST_ACTOR)
+    runtime.service.store_many(
         [NewPolicy("dup-a", "duplicate travel text"), NewPolicy("dup-b", "duplicate travel text")],
         actor=TEST_ACTOR,
     )
@@ -62,11 +61,11 @@ def corpus(
 
 
 def all_results(runtime: PolicyRuntime, **kwargs: Any) -> list[SimilarityResult]:
-    return runtime.queries.search(QUERY, limit=200, **kwargs).results
+    return runtime.service.search(QUERY, limit=200, **kwargs).results
 
 
 def set_mode(runtime: PolicyRuntime, mode: str) -> None:
-    runtime.queries._read_model.mode = mode  # type: ignore[attr-defined]
+    runtime.read_model.mode = mode  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("mode", ["hnsw", "exact"])
@@ -80,7 +79,7 @@ def test_results_are_ranked_thresholded_and_ties_ordered_by_reference(
     assert all(r.similarity >= 0.3 for r in results)
     keys = [(-r.similarity, str(r.embedding_ref)) for r in results]
     assert keys == sorted(keys)
-    duplicates = runtime.queries.search(
+    duplicates = runtime.service.search(
         "duplicate travel text", similarity_threshold=0.99, limit=10
     ).results
     assert [r.policy_id for r in duplicates] == sorted(
@@ -90,7 +89,7 @@ def test_results_are_ranked_thresholded_and_ties_ordered_by_reference(
 
 
 def _ref(runtime: PolicyRuntime, policy_id: str) -> Any:
-    return runtime.queries.versions(policy_id)[0].embedding_ref
+    return runtime.service.versions(policy_id)[0].embedding_ref
 
 
 def test_hnsw_and_exact_agree_on_a_small_corpus(corpus: tuple[PolicyRuntime, datetime]) -> None:
@@ -112,7 +111,7 @@ def test_cursor_pages_walk_the_whole_list_without_gaps_or_repeats(
     assert len(everything) > 20
     walked, cursor, pages = [], None, 0
     while True:
-        answer = runtime.queries.search(QUERY, similarity_threshold=0.1, limit=7, cursor=cursor)
+        answer = runtime.service.search(QUERY, similarity_threshold=0.1, limit=7, cursor=cursor)
         walked += [r.embedding_ref for r in answer.results]
         pages += 1
         cursor = answer.next_cursor
@@ -127,12 +126,12 @@ def test_offset_pages_are_slices_of_the_ranking_and_max_results_caps(
 ) -> None:
     runtime, _ = corpus
     everything = [r.policy_id for r in all_results(runtime, similarity_threshold=0.1)]
-    page = runtime.queries.search(QUERY, similarity_threshold=0.1, limit=5, offset=10)
+    page = runtime.service.search(QUERY, similarity_threshold=0.1, limit=5, offset=10)
     assert [r.policy_id for r in page.results] == everything[10:15]
-    capped = runtime.queries.search(QUERY, similarity_threshold=0.1, limit=10, max_results=3)
+    capped = runtime.service.search(QUERY, similarity_threshold=0.1, limit=10, max_results=3)
     assert [r.policy_id for r in capped.results] == everything[:3]
     assert capped.next_cursor is not None
-    follow = runtime.queries.search(
+    follow = runtime.service.search(
         QUERY, similarity_threshold=0.1, limit=10, max_results=3, cursor=capped.next_cursor
     )
     assert [r.policy_id for r in follow.results] == everything[3:6]
@@ -140,12 +139,12 @@ def test_offset_pages_are_slices_of_the_ranking_and_max_results_caps(
 
 def test_a_cursor_only_continues_its_own_search(corpus: tuple[PolicyRuntime, datetime]) -> None:
     runtime, _ = corpus
-    answer = runtime.queries.search(QUERY, similarity_threshold=0.1, limit=3)
+    answer = runtime.service.search(QUERY, similarity_threshold=0.1, limit=3)
     assert answer.next_cursor is not None
     with pytest.raises(InvalidInput, match="different search"):
-        runtime.queries.search("another query", similarity_threshold=0.1, cursor=answer.next_cursor)
+        runtime.service.search("another query", similarity_threshold=0.1, cursor=answer.next_cursor)
     with pytest.raises(InvalidInput, match="different search"):
-        runtime.queries.search(QUERY, similarity_threshold=0.2, cursor=answer.next_cursor)
+        runtime.service.search(QUERY, similarity_threshold=0.2, cursor=answer.next_cursor)
 
 
 @pytest.mark.parametrize("mode", ["hnsw", "exact"])
@@ -200,20 +199,20 @@ def test_get_by_embedding_returns_the_document_with_similarity_only_from_search(
 ) -> None:
     runtime, _ = corpus
     ref = str(_ref(runtime, "dup-a"))
-    direct = runtime.queries.get_by_embedding(ref)
+    direct = runtime.service.get_by_embedding(ref)
     assert (direct.policy_id, direct.content, direct.similarity) == (
         "dup-a",
         "duplicate travel text",
         None,
     )
-    searched = runtime.queries.get_by_embedding(ref, origin="search", query="duplicate travel text")
+    searched = runtime.service.get_by_embedding(ref, origin="search", query="duplicate travel text")
     assert searched.similarity == pytest.approx(1.0, abs=1e-3)
 
 
 def test_the_database_enforces_the_search_timeout(
-    corpus: tuple[PolicyRuntime, datetime], policy_db: Database
+    corpus: tuple[PolicyRuntime, datetime], policy_db: Database, make_runtime: MakeRuntime
 ) -> None:
-    runtime, _ = corpus
+    hurried = make_runtime(search_timeout=0.3)
     locked, release = threading.Event(), threading.Event()
 
     def hold_lock() -> None:
@@ -228,7 +227,7 @@ def test_the_database_enforces_the_search_timeout(
         assert locked.wait(10)
         started = time.perf_counter()
         with pytest.raises(DeadlineExceeded) as err:
-            runtime.queries.search(QUERY, deadline=Deadline.after(0.3))
+            hurried.service.search(QUERY)
         assert 0.2 < time.perf_counter() - started < 2.0
         assert err.value.code == "timeout"
         assert err.value.details["stage"] == "database"
@@ -237,10 +236,11 @@ def test_the_database_enforces_the_search_timeout(
         holder.join()
 
 
-def test_a_spent_budget_stops_before_the_database(corpus: tuple[PolicyRuntime, datetime]) -> None:
-    runtime, _ = corpus
+def test_a_spent_budget_stops_before_the_database(
+    corpus: tuple[PolicyRuntime, datetime], make_runtime: MakeRuntime
+) -> None:
     with pytest.raises(DeadlineExceeded) as err:
-        runtime.queries.search(QUERY, deadline=Deadline.after(1e-9))
+        make_runtime(search_timeout=1e-9).service.search(QUERY)
     assert "embedding" in err.value.details["stage"]
 
 
@@ -272,19 +272,19 @@ def test_results_carry_relevance_and_min_relevance_is_the_alternative_threshold(
     for result, expected in zip(everything, rel, strict=True):
         assert result.relevance == pytest.approx(expected, abs=1e-6)
     floor = sorted(r.relevance or 0.0 for r in everything)[-10]
-    answer = runtime.queries.search(QUERY, limit=200, min_relevance=floor)
+    answer = runtime.service.search(QUERY, limit=200, min_relevance=floor)
     # Asked alone, min_relevance replaces the model's default threshold.
     assert answer.threshold == 0.0 and answer.min_relevance == floor
     assert [r.policy_id for r in answer.results] == [
         r.policy_id for r in everything if (r.relevance or 0.0) >= floor - 1e-9
     ]
     # Pages of a min_relevance search walk the same list.
-    first = runtime.queries.search(QUERY, limit=4, min_relevance=floor)
-    second = runtime.queries.search(QUERY, limit=4, min_relevance=floor, cursor=first.next_cursor)
+    first = runtime.service.search(QUERY, limit=4, min_relevance=floor)
+    second = runtime.service.search(QUERY, limit=4, min_relevance=floor, cursor=first.next_cursor)
     assert [r.policy_id for r in first.results + second.results] == [
         r.policy_id for r in answer.results[:8]
     ]
     for bad in (-0.5, 11.0, float("nan")):
         with pytest.raises(InvalidInput) as raised:
-            runtime.queries.search(QUERY, min_relevance=bad)
+            runtime.service.search(QUERY, min_relevance=bad)
         assert raised.value.field == "min_relevance"

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from tests.fakes import TEST_ACTOR, InMemoryAuditTrail
+from tests.fakes import (
+    TEST_ACTOR,
+    FakeModel,
+    InMemoryAuditTrail,
+    InMemoryPolicy,
+    InMemoryProjectionWaiter,
+)
 
 from memory.application.embedding import ModelUnavailable
 from memory.application.policy.commands import UPDATE_ATTEMPTS, NewPolicy, PolicyCommands
@@ -16,23 +21,20 @@ from memory.domain.policy.dimensionality import DimensionalityMismatch
 from memory.domain.policy.embedding_ref import embedding_ref_for
 from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 
-CountingModel = Any
-ToldWaiter = Any
-Recorded = Callable[[], list[Any]]
+CountingModel = FakeModel
 
 
 @pytest.fixture
 def commands(
     memory_log: EventSourcedPolicyLog,
-    counting_model: Callable[..., CountingModel],
-    told_waiter: ToldWaiter,
+    waiter: InMemoryProjectionWaiter,
 ) -> tuple[PolicyCommands, CountingModel]:
-    model = counting_model()
+    model = FakeModel()
     return (
         PolicyCommands(
             memory_log,
             model,
-            told_waiter,
+            waiter,
             audit=InMemoryAuditTrail(),
             max_content_chars=200,
             wait_timeout=1.0,
@@ -44,8 +46,8 @@ def commands(
 def test_store_embeds_records_and_waits_for_the_projection(
     commands: tuple[PolicyCommands, CountingModel],
     memory_log: EventSourcedPolicyLog,
-    recorded: Recorded,
-    told_waiter: ToldWaiter,
+    policy: InMemoryPolicy,
+    waiter: InMemoryProjectionWaiter,
 ) -> None:
     cmd, model = commands
     receipt = cmd.store("p1", "Travel must be approved.", {"title": "Travel"}, actor=TEST_ACTOR)
@@ -53,26 +55,26 @@ def test_store_embeds_records_and_waits_for_the_projection(
     assert receipt.embedding_ref == embedding_ref_for(PolicyEmbedding.create_id("p1", None))
     assert (receipt.model, receipt.dimensions, receipt.searchable) == ("hash:384", 384, True)
     assert model.documents == ["Travel must be approved."]
-    assert told_waiter.waited_for == [1]
-    assert len(recorded()) == 1
+    assert waiter.waited_for == [1]
+    assert len(policy.recorded()) == 1
 
 
 def test_store_reports_not_yet_searchable_when_the_wait_times_out(
-    commands: tuple[PolicyCommands, CountingModel], told_waiter: ToldWaiter
+    commands: tuple[PolicyCommands, CountingModel], waiter: InMemoryProjectionWaiter
 ) -> None:
-    told_waiter.answer = False
+    waiter.paused = True
     assert not commands[0].store("p1", "text", actor=TEST_ACTOR).searchable
 
 
 def test_storing_an_existing_policy_conflicts_without_embedding(
-    commands: tuple[PolicyCommands, CountingModel], recorded: Recorded
+    commands: tuple[PolicyCommands, CountingModel], policy: InMemoryPolicy
 ) -> None:
     cmd, model = commands
     cmd.store("p1", "first", actor=TEST_ACTOR)
     with pytest.raises(AlreadyExists):
         cmd.store("p1", "second", actor=TEST_ACTOR)
     assert model.documents == ["first"]
-    assert len(recorded()) == 1
+    assert len(policy.recorded()) == 1
 
 
 @pytest.mark.parametrize(
@@ -87,7 +89,7 @@ def test_storing_an_existing_policy_conflicts_without_embedding(
 def test_invalid_input_changes_nothing_and_embeds_nothing(
     commands: tuple[PolicyCommands, CountingModel],
     memory_log: EventSourcedPolicyLog,
-    recorded: Recorded,
+    policy: InMemoryPolicy,
     policy_id: str,
     content: str,
     metadata: Any,
@@ -98,31 +100,31 @@ def test_invalid_input_changes_nothing_and_embeds_nothing(
         cmd.store(policy_id, content, metadata, actor=TEST_ACTOR)
     assert err.value.field == field
     assert model.documents == []
-    assert recorded() == []
+    assert policy.recorded() == []
 
 
 def test_unavailable_model_records_nothing(
     commands: tuple[PolicyCommands, CountingModel],
     memory_log: EventSourcedPolicyLog,
-    recorded: Recorded,
+    policy: InMemoryPolicy,
 ) -> None:
     cmd, model = commands
     model.down = True
     with pytest.raises(ModelUnavailable):
         cmd.store("p1", "text", actor=TEST_ACTOR)
-    assert recorded() == []
+    assert policy.recorded() == []
     model.down = False
     cmd.store("p1", "text", actor=TEST_ACTOR)
     model.down = True
     with pytest.raises(ModelUnavailable):
         cmd.update("p1", "new text", actor=TEST_ACTOR)
-    assert len(recorded()) == 1
+    assert len(policy.recorded()) == 1
 
 
 def test_store_many_is_all_or_nothing(
     commands: tuple[PolicyCommands, CountingModel],
     memory_log: EventSourcedPolicyLog,
-    recorded: Recorded,
+    policy: InMemoryPolicy,
 ) -> None:
     cmd, model = commands
     receipts = cmd.store_many([NewPolicy("a", "one"), NewPolicy("b", "two")], actor=TEST_ACTOR)
@@ -132,12 +134,12 @@ def test_store_many_is_all_or_nothing(
     with pytest.raises(InvalidInput) as err:
         cmd.store_many([NewPolicy("d", "four"), NewPolicy("e", "")], actor=TEST_ACTOR)
     assert err.value.field == "policies.1.content"
-    assert len(recorded()) == 2
+    assert len(policy.recorded()) == 2
     assert model.documents == ["one", "two"]
 
 
 def test_every_bad_field_of_a_store_or_update_is_reported_and_nothing_changes(
-    commands: tuple[PolicyCommands, CountingModel], recorded: Recorded
+    commands: tuple[PolicyCommands, CountingModel], policy: InMemoryPolicy
 ) -> None:
     cmd, model = commands
     with pytest.raises(InvalidInput) as err:
@@ -160,7 +162,7 @@ def test_every_bad_field_of_a_store_or_update_is_reported_and_nothing_changes(
         cmd.update("p1", "x" * 201, {"source": 7}, actor=TEST_ACTOR)
     assert [f["field"] for f in err.value.details["fields"]] == ["content", "metadata.source"]
     assert model.documents == ["text"]
-    assert len(recorded()) == 1
+    assert len(policy.recorded()) == 1
 
 
 def test_update_of_content_re_embeds_and_increments_the_version(
@@ -178,7 +180,7 @@ def test_update_of_content_re_embeds_and_increments_the_version(
 def test_metadata_only_update_does_not_re_embed(
     commands: tuple[PolicyCommands, CountingModel],
     memory_log: EventSourcedPolicyLog,
-    recorded: Recorded,
+    policy: InMemoryPolicy,
 ) -> None:
     cmd, model = commands
     cmd.store("p1", "text", {"title": "T"}, actor=TEST_ACTOR)
@@ -211,13 +213,13 @@ def test_omitted_metadata_keeps_the_current_one(
 def test_an_update_that_changes_nothing_records_nothing(
     commands: tuple[PolicyCommands, CountingModel],
     memory_log: EventSourcedPolicyLog,
-    recorded: Recorded,
+    policy: InMemoryPolicy,
 ) -> None:
     cmd, model = commands
     cmd.store("p1", "text", {"title": "T"}, actor=TEST_ACTOR)
     receipt = cmd.update("p1", "text", {"title": "T"}, actor=TEST_ACTOR)
     assert receipt.version == 1
-    assert len(recorded()) == 1
+    assert len(policy.recorded()) == 1
     assert model.documents == ["text"]
 
 
@@ -232,14 +234,13 @@ def test_updating_an_unknown_policy_is_not_found_and_embeds_nothing(
 
 def test_a_concurrent_update_is_reapplied_to_the_newer_version(
     memory_log: EventSourcedPolicyLog,
-    counting_model: Callable[..., CountingModel],
-    told_waiter: ToldWaiter,
+    waiter: InMemoryProjectionWaiter,
 ) -> None:
-    model = counting_model()
+    model = FakeModel()
     cmd = PolicyCommands(
         memory_log,
         model,
-        told_waiter,
+        waiter,
         audit=InMemoryAuditTrail(),
         max_content_chars=100,
         wait_timeout=1,
@@ -274,14 +275,13 @@ def test_a_concurrent_update_is_reapplied_to_the_newer_version(
 
 def test_a_model_of_the_wrong_size_is_refused_at_construction(
     memory_log: EventSourcedPolicyLog,
-    counting_model: Callable[..., CountingModel],
-    told_waiter: ToldWaiter,
+    waiter: InMemoryProjectionWaiter,
 ) -> None:
     with pytest.raises(DimensionalityMismatch):
         PolicyCommands(
             memory_log,
-            counting_model("hash:768", 768),
-            told_waiter,
+            FakeModel("hash:768", 768),
+            waiter,
             audit=InMemoryAuditTrail(),
             max_content_chars=10,
             wait_timeout=1,
@@ -290,14 +290,13 @@ def test_a_model_of_the_wrong_size_is_refused_at_construction(
 
 def test_an_update_that_keeps_losing_the_race_gives_up_with_a_conflict(
     memory_log: EventSourcedPolicyLog,
-    counting_model: Callable[..., CountingModel],
-    told_waiter: ToldWaiter,
+    waiter: InMemoryProjectionWaiter,
 ) -> None:
-    model = counting_model()
+    model = FakeModel()
     cmd = PolicyCommands(
         memory_log,
         model,
-        told_waiter,
+        waiter,
         audit=InMemoryAuditTrail(),
         max_content_chars=100,
         wait_timeout=1,

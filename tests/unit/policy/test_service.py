@@ -2,80 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
-from tests.fakes import TEST_ACTOR, InMemoryAuditTrail
+from tests.fakes import TEST_ACTOR, FakeModel, InMemoryAuditTrail, InMemoryPolicy
 
 from memory.application.observer import ServiceCall
-from memory.application.policy.commands import PolicyCommands
-from memory.application.policy.ports import (
-    ReembedProgress,
-    ReembedReport,
-    ResultRows,
-    TrackingTable,
-)
-from memory.application.policy.queries import PolicyQueries
+from memory.application.policy.ports import ProjectorFailed
 from memory.application.policy.service import PolicyService
 from memory.domain.active_model import ActiveModelDrop
 from memory.domain.audit.admin_action import Actor
 from memory.domain.errors import AlreadyExists, NotFound
 from memory.domain.policy.cursor import CursorCodec
-from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 from memory.infrastructure.policy.metrics import PolicyMetrics
 
 OPS = Actor("key_0123456789abcdef", "ops")
-
-
-class EmptyReadModel:
-    model_id = "hash:384"
-
-    def search(self, vector: Any, request: Any, after: Any, timeout: float) -> ResultRows:
-        return ResultRows([], False)
-
-    def get(self, embedding_ref: Any, query: Any, timeout: float, view: Any) -> None:
-        return None
-
-
-class ModelRows:
-    """`PolicyModelStore` in memory: rows per model, positions, drops."""
-
-    def __init__(self, rows: dict[str, int]) -> None:
-        self.rows = dict(rows)
-        self.dropped: list[str] = []
-        # Tables without rows: a re-embed that failed before its first row.
-        self.tables: list[TrackingTable] = []
-
-    def stored_id(self, spec: str) -> str:
-        return spec.strip().removesuffix(":latest")
-
-    def head(self) -> int | None:
-        return 7
-
-    def rows_per_model(self) -> dict[str, int]:
-        return dict(self.rows)
-
-    def position(self, model_id: str) -> int | None:
-        return 7 if model_id in self.rows else None
-
-    def drop(self, model_id: str) -> int:
-        self.dropped.append(model_id)
-        self.tables = [t for t in self.tables if t.model != model_id]
-        return self.rows.pop(model_id, 0)
-
-    def tracking_tables(self, known_models: Sequence[str]) -> list[TrackingTable]:
-        return [TrackingTable(f"t_{m}", m) for m in self.rows] + self.tables
-
-    def drop_tracking_table(self, table: str) -> None:
-        self.dropped.append(table)
-        self.tables = [t for t in self.tables if t.table != table]
-
-    def reembed(
-        self, spec: str, *, rebuild: bool, on_progress: ReembedProgress | None
-    ) -> ReembedReport:
-        return ReembedReport(spec, None, 7, 7, 3, 0)
 
 
 class Recorder:
@@ -93,32 +35,30 @@ def audit() -> InMemoryAuditTrail:
 
 @pytest.fixture
 def service(
-    memory_log: EventSourcedPolicyLog,
-    counting_model: Callable[..., Any],
-    told_waiter: Any,
-    audit: InMemoryAuditTrail,
-) -> tuple[PolicyService, Recorder, ModelRows]:
-    model = counting_model()
-    commands = PolicyCommands(
-        memory_log, model, told_waiter, audit=audit, max_content_chars=200, wait_timeout=1
-    )
-    queries = PolicyQueries(
-        memory_log, EmptyReadModel(), model, CursorCodec(b"k" * 32), search_timeout=2.0
-    )
-    recorder, rows = Recorder(), ModelRows({"hash:384": 2, "ollama:bge-m3": 2})
-    svc = PolicyService(
-        commands,
-        queries,
-        rows,
-        active_model="hash:384",
+    policy: InMemoryPolicy, audit: InMemoryAuditTrail
+) -> tuple[PolicyService, Recorder, InMemoryPolicy]:
+    recorder = Recorder()
+    return build_service(policy, audit, recorder, PolicyMetrics()), recorder, policy
+
+
+def build_service(
+    policy: InMemoryPolicy, audit: InMemoryAuditTrail, *observers: Any
+) -> PolicyService:
+    """The service as the composition root builds it, on the ports in memory."""
+    return PolicyService(
+        policy.ports(),
+        policy.model,
+        cursors=CursorCodec(b"k" * 32),
         audit=audit,
-        observers=(recorder, PolicyMetrics()),
+        max_content_chars=200,
+        wait_timeout=1.0,
+        search_timeout=2.0,
+        observers=observers,
     )
-    return svc, recorder, rows
 
 
 def test_every_call_is_reported_once_with_its_result_or_error(
-    service: tuple[PolicyService, Recorder, ModelRows],
+    service: tuple[PolicyService, Recorder, InMemoryPolicy],
 ) -> None:
     svc, recorder, _ = service
     receipt = svc.store("p1", "Travel must be approved.", actor=TEST_ACTOR)
@@ -135,7 +75,7 @@ def test_every_call_is_reported_once_with_its_result_or_error(
 
 
 def test_metrics_observe_the_service_not_the_routes(
-    service: tuple[PolicyService, Recorder, ModelRows],
+    service: tuple[PolicyService, Recorder, InMemoryPolicy],
 ) -> None:
     def count(name: str, **labels: str) -> float:
         return REGISTRY.get_sample_value(name, labels) or 0.0
@@ -158,7 +98,7 @@ def test_metrics_observe_the_service_not_the_routes(
 
 
 def test_an_observer_that_fails_never_fails_the_call(
-    service: tuple[PolicyService, Recorder, ModelRows], caplog: pytest.LogCaptureFixture
+    service: tuple[PolicyService, Recorder, InMemoryPolicy], caplog: pytest.LogCaptureFixture
 ) -> None:
     svc = service[0]
 
@@ -171,60 +111,87 @@ def test_an_observer_that_fails_never_fails_the_call(
     assert "observer" in caplog.text
 
 
+def store_three(svc: PolicyService) -> None:
+    for i in range(3):
+        svc.store(f"p{i}", f"Policy number {i} about travel.", actor=TEST_ACTOR)
+
+
 def test_drop_model_refuses_the_active_model_and_unknown_ones(
-    service: tuple[PolicyService, Recorder, ModelRows], audit: InMemoryAuditTrail
+    service: tuple[PolicyService, Recorder, InMemoryPolicy], audit: InMemoryAuditTrail
 ) -> None:
-    svc, _, rows = service
+    svc, _, policy = service
+    store_three(svc)
+    svc.reembed("test:other@384", actor=OPS)
+    audit.recorded.clear()
     with pytest.raises(ActiveModelDrop, match="hash:384 is the active policy model"):
         svc.drop_model(" hash:384 ", actor=OPS)
     with pytest.raises(NotFound, match="no rows or tracking table for model other"):
         svc.drop_model("other", actor=OPS)
-    assert rows.dropped == [] and audit.recorded == []
-    assert svc.drop_model("ollama:bge-m3:latest", actor=OPS) == ("ollama:bge-m3", 2)
-    assert rows.dropped == ["ollama:bge-m3"]
+    assert audit.recorded == []
+    assert policy.models.rows_per_model() == {"hash:384": 3, "test:other@384": 3}
+    assert svc.drop_model("test:other@384", actor=OPS) == ("test:other@384", 3)
+    assert policy.models.rows_per_model() == {"hash:384": 3}
     (dropped,) = audit.recorded
     assert (dropped.action, dropped.actor, dropped.target) == (
         "model.dropped",
         OPS,
-        "ollama:bge-m3",
+        "test:other@384",
     )
-    assert (dropped.before, dropped.after) == ({"rows": 2}, {"rows_deleted": 2})
+    assert (dropped.before, dropped.after) == ({"rows": 3}, {"rows_deleted": 3})
+    # Search kept answering from the active model's rows.
+    assert len(svc.search("travel", similarity_threshold=0.0).results) == 3
 
 
-def test_a_reembed_records_its_start(
-    service: tuple[PolicyService, Recorder, ModelRows], audit: InMemoryAuditTrail
+def test_a_reembed_records_its_start_and_replays_the_log_into_the_models_rows(
+    service: tuple[PolicyService, Recorder, InMemoryPolicy], audit: InMemoryAuditTrail
 ) -> None:
-    svc, _, _ = service
-    svc.reembed("ollama:bge-m3:latest", actor=OPS, rebuild=True)
+    svc, _, policy = service
+    store_three(svc)
+    svc.delete("p2", actor=TEST_ACTOR)
+    audit.recorded.clear()
+    seen: list[tuple[int | None, int | None]] = []
+    report = svc.reembed(
+        "test:other@384", actor=OPS, rebuild=True, on_progress=lambda *p: seen.append(p)
+    )
     (started,) = audit.recorded
     assert started.action == "reembed.started" and started.actor == OPS
-    assert started.after == {"model": "ollama:bge-m3", "rebuild": True}
+    assert started.after == {"model": "test:other@384", "rebuild": True}
+    assert (report.model, report.reached, report.head) == ("test:other@384", 4, 4)
+    # The deleted policy's text is not embedded: a later event replaced it.
+    assert report.texts_embedded == 2
+    assert seen == [(4, 4)]
+    assert policy.models.rows_per_model()["test:other@384"] == 2
 
 
 def test_models_lists_stored_ones_and_the_active_one(
-    service: tuple[PolicyService, Recorder, ModelRows],
+    service: tuple[PolicyService, Recorder, InMemoryPolicy],
 ) -> None:
-    svc, _, rows = service
-    rows.rows = {"ollama:bge-m3": 4}
+    svc, _, _ = service
+    assert {(m.model, m.rows, m.position, m.active) for m in svc.models()} == {
+        ("hash:384", 0, None, True)
+    }
+    store_three(svc)
+    svc.reembed("test:other@384", actor=OPS)
     listed = {(m.model, m.rows, m.position, m.active) for m in svc.models()}
-    assert listed == {("hash:384", 0, None, True), ("ollama:bge-m3", 4, 7, False)}
+    assert listed == {("hash:384", 3, 3, True), ("test:other@384", 3, 3, False)}
 
 
 def test_tracking_tables_a_failed_reembed_left_are_listed_and_dropped(
-    service: tuple[PolicyService, Recorder, ModelRows],
+    service: tuple[PolicyService, Recorder, InMemoryPolicy],
 ) -> None:
-    svc, _, rows = service
-    rows.tables = [
-        TrackingTable("policy_projection_x_tracking", "ollama:failed"),
-        TrackingTable("policy_projection_old_tracking", None),
-    ]
+    svc, _, policy = service
+    store_three(svc)
+    policy.models.build_model = lambda spec: FakeModel("test:failed@384", fail_after=0)
+    with pytest.raises(ProjectorFailed, match="connection refused"):
+        svc.reembed("test:failed@384", actor=OPS)
+    policy.models.untied.append("policy_projection_old_tracking")
     listed = {m.model: m.rows for m in svc.models()}
-    assert listed["ollama:failed"] == 0
+    assert listed["test:failed@384"] == 0
     assert svc.untied_tracking_tables() == ["policy_projection_old_tracking"]
-    assert svc.drop_model("ollama:failed", actor=OPS) == ("ollama:failed", 0)
+    assert svc.drop_model("test:failed@384", actor=OPS) == ("test:failed@384", 0)
     assert svc.drop_model("policy_projection_old_tracking", actor=OPS) == (
         "policy_projection_old_tracking",
         0,
     )
-    assert rows.tables == []
-    assert "ollama:failed" not in {m.model for m in svc.models()}
+    assert svc.untied_tracking_tables() == []
+    assert "test:failed@384" not in {m.model for m in svc.models()}

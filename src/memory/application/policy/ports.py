@@ -194,3 +194,28 @@ class PolicySimilarityDistribution(Protocol):
     def distribution(
         self, vector: EmbeddingVector, view: Sequence[PolicyNamespace], timeout: float
     ) -> QueryDistribution: ...
+
+
+class PolicyProjector(Protocol):
+    """One run of the active model's projection in this process, under the model's lease
+    (one process at a time projects a model; the others stand by)."""
+
+    def try_start(self) -> bool:
+        """Take the lease and start processing; False while another process holds it."""
+        ...
+
+    def lease_alive(self) -> bool:
+        """Whether the lease is still held (its connection is up)."""
+        ...
+
+    def check(self) -> None:
+        """Raise `ProjectorFailed` if processing stopped or the lease was lost."""
+        ...
+
+    def stop(self) -> None:
+        """Stop processing and release the lease (idempotent)."""
+        ...
+
+
+# A fresh, not yet started projector of the active model (one per attempt to lead).
+ProjectorFactory = Callable[[], PolicyProjector]

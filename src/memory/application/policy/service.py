@@ -7,35 +7,60 @@ method reports one `ServiceCall` to the observers (metrics, logs).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory.application.audit.ports import AuditTrail
+from memory.application.embedding import EmbeddingModel
 from memory.application.observer import Observed, ServiceObserver
+from memory.application.policy.administration import PolicyAdministration
 from memory.application.policy.commands import NewPolicy, PolicyCommands, StoreReceipt
+from memory.application.policy.deadline import Clock
+from memory.application.policy.leadership import ProjectorLeadership, ProjectorStatus
 from memory.application.policy.ports import (
+    PolicyEventLog,
     PolicyModelStore,
+    PolicyReadModel,
+    PolicySimilarityDistribution,
+    ProjectionWaiter,
+    ProjectorFactory,
     ReembedProgress,
     ReembedReport,
     StoredModel,
 )
 from memory.application.policy.queries import PolicyPage, PolicyQueries, SearchAnswer
 from memory.application.policy.reach import EVERY_ORG, Reach
-from memory.domain.active_model import refuse_dropping_active
-from memory.domain.audit.admin_action import Action, Actor, AuditedChange
-from memory.domain.errors import FieldChecks, NotFound
+from memory.domain.audit.admin_action import Actor
+from memory.domain.errors import FieldChecks
+from memory.domain.policy.cursor import CursorCodec
 from memory.domain.policy.listing import StoredPolicy
 from memory.domain.policy.namespace import PolicyNamespace
 from memory.domain.policy.search import PolicyDocument
 from memory.domain.policy.versions import PolicyVersion
+from memory.domain.time_range import DEFAULT_MAX_FUTURE_SKEW
 
 CONTEXT = "policy"
-ACTIVE_MODEL_SETTING = "MEMORY_POLICY_MODEL"
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyPorts:
+    """The adapters the policy use cases run on (picked by the composition root)."""
+
+    log: PolicyEventLog
+    read_model: PolicyReadModel
+    waiter: ProjectionWaiter
+    models: PolicyModelStore
+    projectors: ProjectorFactory
+    # None: search results carry no relevance and `min_relevance` is not calibrated.
+    distribution: PolicySimilarityDistribution | None = None
 
 
 class PolicyService:
-    """Store, update, search and fetch policies; inspect and swap the model's rows.
+    """Store, update, search and fetch policies; inspect and swap the model's rows; lead
+    the active model's projection (the policy worker's passes).
 
     Every policy method takes the caller's `reach` (the orgs its key covers; the default,
     every org, is the operator's and an in-process caller's) and the `namespace` it names
@@ -50,21 +75,51 @@ class PolicyService:
 
     def __init__(
         self,
-        commands: PolicyCommands,
-        queries: PolicyQueries,
-        models: PolicyModelStore,
+        ports: PolicyPorts,
+        model: EmbeddingModel,
         *,
-        active_model: str,
+        cursors: CursorCodec,
         audit: AuditTrail,
+        max_content_chars: int,
+        wait_timeout: float,
+        search_timeout: float,
+        default_threshold: float | None = None,
+        max_future_skew: timedelta = DEFAULT_MAX_FUTURE_SKEW,
+        clock: Clock = time.monotonic,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         observers: Sequence[ServiceObserver] = (),
     ) -> None:
-        """Model drops and re-embeds are recorded in `audit` (docs/adr/0058)."""
-        self._commands = commands
-        self._queries = queries
-        self._models = models
-        self._active_model = active_model
-        self._audit = audit
+        """Writes wait up to `wait_timeout` for the projection; searches take at most
+        `search_timeout` (`clock` measures it, `wall_clock` dates filters' instants).
+        Writes, model drops and re-embeds are recorded in `audit` (docs/adr/0058)."""
+        self._active_model = model.identity.id
         self._observed = Observed(CONTEXT, observers)
+        self._commands = PolicyCommands(
+            ports.log,
+            model,
+            ports.waiter,
+            audit=audit,
+            max_content_chars=max_content_chars,
+            wait_timeout=wait_timeout,
+        )
+        self._queries = PolicyQueries(
+            ports.log,
+            ports.read_model,
+            model,
+            cursors,
+            search_timeout=search_timeout,
+            default_threshold=default_threshold,
+            distribution=ports.distribution,
+            clock=clock,
+            wall_clock=wall_clock,
+            max_future_skew=max_future_skew,
+        )
+        self._admin = PolicyAdministration(
+            ports.models, active_model=self._active_model, audit=audit
+        )
+        self._projection = ProjectorLeadership(
+            ports.projectors, ports.models, model_id=self._active_model
+        )
 
     @property
     def active_model(self) -> str:
@@ -319,46 +374,26 @@ class PolicyService:
             lambda: self._queries.versions(policy_id, namespace=reach.reading(namespace)),
         )
 
-    # Model operations -------------------------------------------------------------------
+    # Model operations ---------------------------------------------------------------------
 
     def models(self) -> list[StoredModel]:
         """Every model with rows or a tracking table (a re-embed that failed before its
         first row leaves only the table), and the active one, with their positions."""
-
-        def run() -> list[StoredModel]:
-            rows = self._models.rows_per_model()
-            known = sorted(set(rows) | {self._active_model})
-            tracked = {t.model for t in self._models.tracking_tables(known) if t.model}
-            return [
-                StoredModel(
-                    model=model_id,
-                    rows=rows.get(model_id, 0),
-                    position=self._models.position(model_id),
-                    active=model_id == self._active_model,
-                )
-                for model_id in sorted(set(known) | tracked)
-            ]
-
-        return self._observed.run("models", run)
+        return self._observed.run("models", self._admin.models)
 
     def stored_model_id(self, model: str) -> str:
         """The identity a model spec's rows are stored under (`ollama:bge-m3:latest` is
         `ollama:bge-m3`; docs/adr/0010)."""
-        return self._models.stored_id(model)
+        return self._admin.stored_model_id(model)
 
     def untied_tracking_tables(self) -> list[str]:
         """Tracking tables no model can be tied to (left by a re-embed before tables were
         labelled): `drop_model(table name)` removes one."""
-
-        def run() -> list[str]:
-            known = sorted(set(self._models.rows_per_model()) | {self._active_model})
-            return [t.table for t in self._models.tracking_tables(known) if t.model is None]
-
-        return self._observed.run("tracking_tables", run)
+        return self._observed.run("tracking_tables", self._admin.untied_tracking_tables)
 
     def log_head(self) -> int | None:
         """Notification id of the newest event in the policy log (None: empty)."""
-        return self._observed.run("log_head", self._models.head)
+        return self._observed.run("log_head", self._admin.log_head)
 
     def reembed(
         self,
@@ -371,60 +406,43 @@ class PolicyService:
         """Embed every policy's current version with `model` (a spec) into its own rows;
         resumable. Search keeps using the active model until the configuration switches.
         The start is recorded in the audit trail (the replay is many transactions)."""
-
-        def started() -> tuple[None, AuditedChange]:
-            model_id = self._models.stored_id(model)
-            return None, AuditedChange(
-                target=model_id, before=None, after={"model": model_id, "rebuild": rebuild}
-            )
-
-        def run() -> ReembedReport:
-            self._audit.record(actor, Action.REEMBED_STARTED, started)
-            return self._models.reembed(model, rebuild=rebuild, on_progress=on_progress)
-
-        return self._observed.run("reembed", run)
+        return self._observed.run(
+            "reembed",
+            lambda: self._admin.reembed(
+                model, actor=actor, rebuild=rebuild, on_progress=on_progress
+            ),
+        )
 
     def drop_model(self, model: str, *, actor: Actor) -> tuple[str, int]:
         """Delete another model's rows, index and position: (its stored id, rows deleted).
         Also takes the name of a tracking table no model is tied to, and drops it. Refuses
         the active model (`ActiveModelDrop`); `NotFound` when it has neither rows nor a
         tracking table."""
+        return self._observed.run("drop_model", lambda: self._admin.drop_model(model, actor=actor))
 
-        def run() -> tuple[str, int]:
-            stored = self._models.rows_per_model()
-            known = sorted(set(stored) | {self._active_model})
-            tables = self._models.tracking_tables(known)
-            if any(t.table == model and t.model is None for t in tables):
+    # The active model's projection (the policy worker's steps, docs/adr/0054) ------------
 
-                def drop_table() -> tuple[tuple[str, int], AuditedChange]:
-                    self._models.drop_tracking_table(model)
-                    return (model, 0), AuditedChange(
-                        target=model, before=None, after={"tracking_table_dropped": model}
-                    )
+    def lead_projection(self) -> bool:
+        """Take the active model's lease and start projecting; False while another process
+        leads (this one stands by). Not observed: a standby tries every second."""
+        return self._projection.try_lead()
 
-                return self._audit.record(actor, Action.MODEL_DROPPED, drop_table)
-            model_id = self._models.stored_id(model)
-            refuse_dropping_active(
-                model_id, self._active_model, context=CONTEXT, setting=ACTIVE_MODEL_SETTING
-            )
-            if model_id not in stored and not any(t.model == model_id for t in tables):
-                known_text = ", ".join(stored) or "none"
-                raise NotFound(
-                    f"no rows or tracking table for model {model_id} (stored: {known_text})",
-                    details={"model": model_id, "stored": sorted(stored)},
-                )
+    def projection_alive(self) -> bool:
+        """Whether this process still leads (its lease's connection is up)."""
+        return self._projection.lease_alive()
 
-            def change() -> tuple[tuple[str, int], AuditedChange]:
-                deleted = self._models.drop(model_id)
-                return (model_id, deleted), AuditedChange(
-                    target=model_id,
-                    before={"rows": stored.get(model_id, 0)},
-                    after={"rows_deleted": deleted},
-                )
+    def check_projection(self) -> ProjectorStatus:
+        """`ProjectorFailed` if this process's projection stopped or lost its lease; else
+        where it stands (the metrics publish its lag from this call)."""
+        return self._observed.run("projector_check", self._projection.check)
 
-            return self._audit.record(actor, Action.MODEL_DROPPED, change)
+    def stop_projection(self) -> None:
+        """Stop this process's projection (if it leads) and release the lease."""
+        self._projection.stop()
 
-        return self._observed.run("drop_model", run)
+    def projection_status(self) -> ProjectorStatus:
+        """The active model's projection: this process's role, position and log head."""
+        return self._projection.status()
 
 
 def _with_namespace(namespace: str | None, check: Callable[[], object]) -> None:

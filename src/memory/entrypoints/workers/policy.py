@@ -1,5 +1,7 @@
 """The policy context's one background worker: the active model's projector, which keeps
-the search read model up to date with the event log (LISTEN/NOTIFY woken)."""
+the search read model up to date with the event log (LISTEN/NOTIFY woken). It runs through
+`PolicyService` (docs/adr/0054), each step in a worker thread: lead or stand by, check the
+running projection (the metrics publish its lag from that call), stop it on the way out."""
 
 from __future__ import annotations
 
@@ -7,14 +9,9 @@ import logging
 
 import anyio
 
-from memory.application.embedding import EmbeddingModel
+from memory.application.policy.service import PolicyService
 from memory.entrypoints.runtime import Worker
-from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
-from memory.infrastructure.policy.metrics import POLICY_PROJECTOR_LAG, POLICY_PROJECTOR_POSITION
-from memory.infrastructure.policy.progress import ProjectionProgress
-from memory.infrastructure.policy.projector import PolicyProjector, read_tracking_position
 from memory.infrastructure.postgres.availability import is_connection_failure
-from memory.infrastructure.postgres.database import Database
 
 log = logging.getLogger(__name__)
 
@@ -28,31 +25,11 @@ LEASE_RETRY_SECONDS = 1.0
 PROJECTOR_CHECK_SECONDS = 1.0
 
 
-class ProjectorRole:
-    """What this process does for the active model's projection (shown by /healthz)."""
-
-    LEADER = "leader"  # holds the lease and projects
-    STANDBY = "standby"  # another process holds it; this one takes over if it stops
-    STOPPED = "stopped"  # not running (starting, restarting after a failure, shut down)
-
-
 class PolicyWorkers:
-    """The projector for the active model, run until cancelled, and what health reports of
-    it."""
+    """The projector for the active model, run until cancelled."""
 
-    def __init__(
-        self,
-        database: Database,
-        model: EmbeddingModel,
-        log: EventSourcedPolicyLog,
-        progress: ProjectionProgress,
-    ) -> None:
-        self._database = database
-        self._model = model
-        self._log = log
-        self._progress = progress
-        self.projector: PolicyProjector | None = None
-        self.role = ProjectorRole.STOPPED
+    def __init__(self, service: PolicyService) -> None:
+        self._service = service
 
     def workers(self) -> list[Worker]:
         return [self.run_projector]
@@ -64,69 +41,36 @@ class PolicyWorkers:
         restarted, the connection was terminated) stands by again rather than failing:
         another replica may already have taken over."""
         while True:
-            projector = PolicyProjector(
-                self._database,
-                self._model,
-                self._log,
-                progress=self._progress,
-                shared_log=self._log,
-            )
             try:
-                await self._lead(projector)
+                await self._lead()
             finally:
-                self.projector = None
-                self.role = ProjectorRole.STOPPED
                 with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(projector.stop)
+                    await anyio.to_thread.run_sync(self._service.stop_projection)
 
-    @staticmethod
-    def _try_start(projector: PolicyProjector) -> bool:
+    def _try_lead(self) -> bool:
         """Whether this process leads now. The database being unreachable (restarting)
         means not yet: stand by and try again, instead of crashing with a stack trace."""
         try:
-            return projector.try_start()
+            return self._service.lead_projection()
         except Exception as exc:
             if not is_connection_failure(exc):
                 raise
             return False
 
-    async def _lead(self, projector: PolicyProjector) -> None:
+    async def _lead(self) -> None:
         """Stand by until this process holds the lease, then project until it loses it."""
+        model = self._service.active_model
         waiting_logged = False
-        while not await anyio.to_thread.run_sync(self._try_start, projector):
-            self.role = ProjectorRole.STANDBY
+        while not await anyio.to_thread.run_sync(self._try_lead):
             if not waiting_logged:
-                log.info(
-                    "policy projector for %s runs in another process; standing by",
-                    self._model.identity.id,
-                )
+                log.info("policy projector for %s runs in another process; standing by", model)
                 waiting_logged = True
             await anyio.sleep(LEASE_RETRY_SECONDS)
-        self.projector = projector
-        self.role = ProjectorRole.LEADER
         if waiting_logged:
-            log.info("policy projector for %s taken over", self._model.identity.id)
-        while await anyio.to_thread.run_sync(projector.lease_alive):
-            await anyio.to_thread.run_sync(projector.check)
-            await anyio.to_thread.run_sync(self._publish_lag)
+            log.info("policy projector for %s taken over", model)
+        while await anyio.to_thread.run_sync(self._service.projection_alive):
+            await anyio.to_thread.run_sync(self._service.check_projection)
             await anyio.sleep(PROJECTOR_CHECK_SECONDS)
         log.warning(
-            "policy projector for %s lost its lease (its connection ended); standing by",
-            self._model.identity.id,
+            "policy projector for %s lost its lease (its connection ended); standing by", model
         )
-
-    def positions(self) -> tuple[int | None, int | None]:
-        """(the active model's projection position, the log's head)."""
-        head = self._log.head()
-        position = read_tracking_position(self._database, self._model.identity.id)
-        return position, head
-
-    def _publish_lag(self) -> None:
-        position, head = self.positions()
-        model_id = self._model.identity.id
-        POLICY_PROJECTOR_LAG.labels(model_id).set(lag(position, head))
-        POLICY_PROJECTOR_POSITION.labels(model_id).set(position or 0)
-
-
-def lag(position: int | None, head: int | None) -> int:
-    return max(0, (head or 0) - (position or 0))

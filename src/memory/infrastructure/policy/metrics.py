@@ -8,6 +8,7 @@ from memory.application.embedding import EmbeddingError, ModelUnavailable
 from memory.application.errors import DatabaseUnavailable, DeadlineExceeded
 from memory.application.observer import ServiceCall
 from memory.application.policy.commands import StoreReceipt
+from memory.application.policy.leadership import ProjectorStatus
 from memory.application.policy.queries import SearchAnswer
 from memory.domain.errors import AlreadyExists, DomainError, InvalidInput, NotFound
 
@@ -70,7 +71,7 @@ def outcome_of(error: Exception | None) -> str:
 
 
 class PolicyMetrics:
-    """`ServiceObserver` that turns `PolicyService` calls into the counters above."""
+    """`ServiceObserver` that turns `PolicyService` calls into the metrics above."""
 
     def observe(self, call: ServiceCall) -> None:
         outcome = outcome_of(call.error)
@@ -90,3 +91,8 @@ class PolicyMetrics:
                 POLICY_SEARCH_SECONDS.labels("total").observe(call.seconds)
                 POLICY_SEARCH_SECONDS.labels("embed").observe(answer.embed_seconds)
                 POLICY_SEARCH_SECONDS.labels("database").observe(answer.database_seconds)
+        elif call.operation == "projector_check" and isinstance(call.result, ProjectorStatus):
+            # The worker checks the running projection every second: its lag, as it saw it.
+            status = call.result
+            POLICY_PROJECTOR_LAG.labels(status.model).set(status.lag_events)
+            POLICY_PROJECTOR_POSITION.labels(status.model).set(status.position or 0)
