@@ -15,7 +15,11 @@ vectors in --cache (a rerun costs seconds instead of minutes of CPU), and prints
    recall beside the baseline's;
 2. the default rule per language pair (recall per (query, answer) language, off-topic hits
    per query by the hit's language, empty share per query language);
-3. merge orders for the whole answer (full-text hits from PostgreSQL's ranking of the same
+3. groupings compared (docs/adr/0120): the script groups of ADR 0112 (Han, everything else)
+   against Malay grouped apart by its function words (the service's grouping), and the
+   documents' own language labels (what a perfect detector would give), each at the top 5
+   by relevance and at several two-level rules, with recall for the cross-language pairs;
+4. merge orders for the whole answer (full-text hits from PostgreSQL's ranking of the same
    documents, as history search ranks messages): full-text first with the semantic hits
    appended (what history search does) against reciprocal-rank fusion of the two ranks.
 
@@ -38,8 +42,8 @@ from memory.domain.relevance import (
     DEFAULT_BEST_RELEVANCE,
     DEFAULT_MIN_RELEVANCE,
     RelevanceFilter,
+    ScriptGroup,
     SimilarityDistribution,
-    relevances,
     script_group,
 )
 from memory.domain.retrieval_precision import Judged, PrecisionTable
@@ -51,6 +55,17 @@ from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_dat
 from memory.infrastructure.settings import Settings
 
 K = 5
+# (best relevance a query needs, floor of every hit) pairs compared.
+TWO_LEVEL_RULES = [
+    (2.5, 2.0),
+    (2.75, 2.0),
+    (2.75, 2.25),
+    (2.75, 2.5),
+    (3.0, 2.0),
+    (3.0, 2.25),
+    (3.0, 2.5),
+    (3.25, 2.25),
+]
 # Reciprocal-rank fusion's constant (Cormack et al. 2009).
 RRF_K = 60
 
@@ -77,11 +92,38 @@ def by_relevance(view: QueryView) -> list[int]:
     return sorted(range(len(view.relevance)), key=lambda i: -view.relevance[i])
 
 
-def views(data: PrecisionSet, scored: Sequence[ScoredQuery]) -> list[QueryView]:
-    groups = [script_group(d.text) for d in data.documents]
+Grouping = Callable[[PrecisionSet], list[str]]
+
+
+def _script_only(data: PrecisionSet) -> list[str]:
+    """ADR 0112's groups: Han, and every other text together."""
+    return ["han" if script_group(d.text) is ScriptGroup.HAN else "other" for d in data.documents]
+
+
+def _service(data: PrecisionSet) -> list[str]:
+    return [script_group(d.text).value for d in data.documents]
+
+
+def _labels(data: PrecisionSet) -> list[str]:
+    return [d.lang for d in data.documents]
+
+
+GROUPINGS: list[tuple[str, Grouping]] = [
+    ("script: han / other (ADR 0112)", _script_only),
+    ("script + Malay words: han / malay / other (service)", _service),
+    ("language labels: en / ms / rojak / zh", _labels),
+]
+# Cross-language pairs whose recall a grouping moves (the Latin-script languages').
+GROUPING_PAIRS = [("en", "ms"), ("ms", "en"), ("en", "rojak"), ("rojak", "en"), ("zh", "ms")]
+
+
+def views(
+    data: PrecisionSet, scored: Sequence[ScoredQuery], grouping: Grouping = _service
+) -> list[QueryView]:
+    groups = grouping(data)
     out = []
     for item in scored:
-        rel = relevances(list(zip(groups, item.similarities, strict=True)))
+        rel = _relevances(groups, item.similarities)
         corpus = SimilarityDistribution.of(item.similarities)
         out.append(
             QueryView(
@@ -90,6 +132,23 @@ def views(data: PrecisionSet, scored: Sequence[ScoredQuery]) -> list[QueryView]:
                 [corpus.standardise(s) for s in item.similarities],
             )
         )
+    return out
+
+
+def _relevances(groups: Sequence[str], similarities: Sequence[float]) -> list[float | None]:
+    """The domain's relevance (`memory.domain.relevance.QueryDistribution`) over any
+    grouping: standardised within the item's group, or against the whole set when the group
+    is too small, or None when the set is."""
+    by_group: dict[str, list[float]] = {}
+    for group, similarity in zip(groups, similarities, strict=True):
+        by_group.setdefault(group, []).append(similarity)
+    overall = SimilarityDistribution.of(similarities)
+    per_group = {g: SimilarityDistribution.of(v) for g, v in by_group.items()}
+    out: list[float | None] = []
+    for group, similarity in zip(groups, similarities, strict=True):
+        own = per_group[group]
+        against = own if own.usable else overall
+        out.append(against.standardise(similarity) if against.usable else None)
     return out
 
 
@@ -147,7 +206,7 @@ def semantic_rules() -> list[tuple[str, Order, Rule]]:
     for z in (2.0, 2.25, 2.5, 2.75, 3.0):
         rules.append((f"relevance >= {z}", by_relevance, lambda v, i, z=z: v.relevance[i] >= z))
     default = (DEFAULT_BEST_RELEVANCE, DEFAULT_MIN_RELEVANCE)
-    for top, floor in ((2.5, 2.0), (2.75, 2.0), default, (3.0, 2.25)):
+    for top, floor in TWO_LEVEL_RULES:
         marker = " (default)" if (top, floor) == default else ""
         rules.append(
             (
@@ -208,6 +267,34 @@ def pair_table(data: PrecisionSet, vs: Sequence[QueryView]) -> str:
             f"| {x.lang} | {x.no_answer_queries} | {before_empty[x.lang]:.2f}"
             f" | {x.empty_share:.2f} |"
         )
+    return "\n".join(lines)
+
+
+def grouping_table(data: PrecisionSet, scored: Sequence[ScoredQuery]) -> str:
+    pairs = " | ".join(f"{a} -> {b}" for a, b in GROUPING_PAIRS)
+    lines = [
+        f"| grouping | rule | recall@5 | off-topic / query | no-answer empty | {pairs} |",
+        "|---|---|---:|---:|---:|" + "---:|" * len(GROUPING_PAIRS),
+    ]
+    rules: list[tuple[str, Rule]] = [("top 5 by relevance", lambda v, i: True)]
+    for top, floor in TWO_LEVEL_RULES:
+        rules.append(
+            (
+                f"{floor} when best >= {top}",
+                lambda v, i, b=top, f=floor: max(v.relevance) >= b and v.relevance[i] >= f,
+            )
+        )
+    for name, grouping in GROUPINGS:
+        vs = views(data, scored, grouping)
+        for rule_name, keep in rules:
+            table = judge(data, vs, by_relevance, keep)
+            recall = {p.pair: p.recall for p in table.pairs}
+            lines.append(
+                f"| {name} | {rule_name} | {table.recall:.3f} | {table.off_topic_per_query:.2f}"
+                f" | {table.empty_share:.2f} | "
+                + " | ".join(_r(recall.get(pair)) for pair in GROUPING_PAIRS)
+                + " |"
+            )
     return "\n".join(lines)
 
 
@@ -295,6 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print("\n" + rule_table(data, vs))
     print("\n" + pair_table(data, vs))
+    print("\n" + grouping_table(data, scored))
     home = Path(tempfile.mkdtemp(prefix="memory-bench-relevance-"))
     home.chmod(0o755)
     pg = EmbeddedPostgres(home, durable=False)

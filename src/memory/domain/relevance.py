@@ -3,13 +3,14 @@ everything it searched, so that "nothing matches" can be said per query.
 
 Raw cosine similarity means little on its own: multilingual-e5 puts unrelated text at
 0.70-0.80 and a good match at 0.83-0.90, and every query shifts the whole range. Worse, the
-model scores a query higher against any text in its own script (a Chinese question is closer
-to every Chinese window than to the English window that answers it). So a hit's relevance
+model scores a query higher against any text in its own script or language (a Chinese
+question is closer to every Chinese window than to the English window that answers it; an
+English one closer to English text than to the Malay that answers it). So a hit's relevance
 is its similarity standardised against the query's similarity to the searched windows of
-the same script group (Han vs other scripts): `(similarity - mean) / standard deviation`,
+the same group (Han script; Malay; other text): `(similarity - mean) / standard deviation`,
 in standard deviations. A group too small to have a meaningful spread borrows the whole
 searched set's distribution; a searched set smaller than that has no relevance at all.
-Measured and chosen in docs/adr/0112.
+Measured and chosen in docs/adr/0112 (script groups) and docs/adr/0120 (Malay apart).
 """
 
 from __future__ import annotations
@@ -26,23 +27,47 @@ from memory.domain.errors import InvalidInput
 # A text is Han when at least this share of its non-space characters are CJK ideographs:
 # rojak with one Chinese word stays Latin, a Chinese message with an English name is Han.
 HAN_SHARE = 0.2
+# A text that is not Han is Malay when more of its words are Malay function words than
+# English ones (docs/adr/0120): common, short words that the other language does not use,
+# so that a few of them decide even a short message and a Malay noun borrowed into English
+# (or the reverse) does not. Rojak counts as Malay when its grammar is Malay. Migration 0218
+# spells the same lists in SQL (`memory_text_group`); a test keeps the two equal.
+MALAY_WORDS = frozenset(
+    """yang dan tak tidak saya kami kita awak dia mereka ini itu ni tu untuk dengan ke di
+    dari dalam boleh sudah dah ada apa nak mahu akan lagi belum masih sahaja je juga pun atau
+    tapi tetapi kerana sebab bila macam mana berapa siapa kenapa bagaimana perlu kena mesti
+    setiap semua hari minggu bulan tahun esok semalam tadi pagi petang malam lah kan ya
+    jangan tolong sila terima kasih baru lama buat bagi dapat pergi datang sampai masuk
+    keluar""".split()  # noqa: SIM905 (a list of 80 words reads better as prose)
+)
+ENGLISH_WORDS = frozenset(
+    """the a an and or but is are was were be been to of in on at for with from by this that
+    these those it its i you he she we they my your our their me him her us them do does did
+    have has had not no can cannot will would should could what how why when where who which
+    if then than there here please thanks""".split()  # noqa: SIM905
+)
 # Fewer windows than this in a group (or in the whole searched set) give a standard
 # deviation too noisy to standardise against (ADR 0112).
 MIN_DISTRIBUTION = 20
-# The default rule, chosen on the precision set (ADR 0112): a query gets semantic hits only
-# when its best window stands out by DEFAULT_BEST_RELEVANCE standard deviations (most
-# no-answer queries then get none), and then every window at DEFAULT_MIN_RELEVANCE or more.
+# The default rule, chosen on the precision set (ADRs 0112, 0120): a query gets semantic
+# hits only when its best window stands out by DEFAULT_BEST_RELEVANCE standard deviations
+# (most no-answer queries then get none), then every window at DEFAULT_MIN_RELEVANCE or more.
 DEFAULT_MIN_RELEVANCE = 2.25
-DEFAULT_BEST_RELEVANCE = 2.75
+DEFAULT_BEST_RELEVANCE = 3.0
 # `min_relevance` accepts this range; nothing real scores above it.
 MAX_MIN_RELEVANCE = 10.0
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SPACE = re.compile(r"\s")
+_WORD = re.compile(r"[A-Za-z]+")
 
 
 class ScriptGroup(enum.Enum):
+    """The group a text's similarities are standardised within (the name is from when the
+    groups were scripts alone, ADR 0112; Malay is apart since ADR 0120)."""
+
     HAN = "han"
+    MALAY = "malay"
     OTHER = "other"
 
 
@@ -50,7 +75,12 @@ def script_group(text: str) -> ScriptGroup:
     letters = len(text) - len(_SPACE.findall(text))
     if letters == 0:
         return ScriptGroup.OTHER
-    return ScriptGroup.HAN if len(_HAN.findall(text)) / letters >= HAN_SHARE else ScriptGroup.OTHER
+    if len(_HAN.findall(text)) / letters >= HAN_SHARE:
+        return ScriptGroup.HAN
+    words = [w.lower() for w in _WORD.findall(text)]
+    malay = sum(1 for w in words if w in MALAY_WORDS)
+    english = sum(1 for w in words if w in ENGLISH_WORDS)
+    return ScriptGroup.MALAY if malay > english else ScriptGroup.OTHER
 
 
 @dataclass(frozen=True, slots=True)

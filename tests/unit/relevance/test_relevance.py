@@ -19,15 +19,26 @@ from memory.domain.relevance import (
     script_group,
 )
 
-HAN, OTHER = ScriptGroup.HAN, ScriptGroup.OTHER
+HAN, MALAY, OTHER = ScriptGroup.HAN, ScriptGroup.MALAY, ScriptGroup.OTHER
 
 
 def test_script_group_follows_the_share_of_han_characters() -> None:
     assert script_group("仓库的叉车坏了 今天的货要延迟") is HAN
     assert script_group("wei ming: 仓库的叉车坏了") is HAN
-    assert script_group("Boss, slip gaji bulan ni belum dapat lagi lah, 谢谢") is OTHER
+    assert script_group("Boss, slip gaji bulan ni belum dapat lagi lah, 谢谢") is not HAN
     assert script_group("The forklift is broken") is OTHER
     assert script_group("   ") is OTHER
+
+
+def test_latin_text_is_malay_when_malay_function_words_outnumber_english_ones() -> None:
+    assert script_group("Wifi pejabat tak boleh disambung sejak pagi tadi") is MALAY
+    assert script_group("Saya TAK dapat masuk") is MALAY
+    # Rojak with Malay grammar is Malay; with English grammar and Malay nouns it is not.
+    assert script_group("I lupa password, macam mana nak reset") is MALAY
+    assert script_group("The roti canai at the mamak is the best in town") is OTHER
+    # A tie is not Malay: nothing says the text is more Malay than English.
+    assert script_group("di the") is OTHER
+    assert script_group("forklift rosak") is OTHER  # no function word either way
 
 
 def test_a_hit_is_standardised_within_its_own_script_group() -> None:
