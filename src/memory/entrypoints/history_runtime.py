@@ -30,6 +30,7 @@ from memory.infrastructure.history.metrics import HistoryMetrics
 from memory.infrastructure.history.org_directory import PostgresOrgDirectory
 from memory.infrastructure.history.partition_locks import AdvisoryPartitionLocks
 from memory.infrastructure.history.retention import PostgresRetention
+from memory.infrastructure.history.search_state import PostgresSearchState
 from memory.infrastructure.history.sweep_schedule import PostgresSweepSchedule
 from memory.infrastructure.history.watermark_store import open_sweep_watermarks
 from memory.infrastructure.policy.secrets import load_cursor_key, load_erasure_key
@@ -140,6 +141,7 @@ class HistoryRuntime:
                 erasure=PostgresErasure(database),
                 directory=PostgresOrgDirectory(database),
                 schedule=self.schedule,
+                search_state=PostgresSearchState(database),
             ),
             model,
             clock=clock,

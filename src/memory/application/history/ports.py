@@ -444,3 +444,21 @@ class SweepSchedule(Protocol):
     def forget(self, model: str) -> None:
         """Drop `model`'s work state (its rows and watermarks were dropped)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class SearchState:
+    """What a search reads before it searches: whether the org ever ingested anything, its
+    feature flags (both layers) and the windows the sweep still has to embed for it with
+    the active model (`SweepSchedule.pending_windows`)."""
+
+    org_known: bool
+    layers: FlagLayers
+    pending_windows: int
+
+
+class SearchStateReader(Protocol):
+    def search_state(self, org_id: str, model: str) -> SearchState:
+        """The org's `SearchState`, read together (one statement in PostgreSQL,
+        docs/adr/0117)."""
+        ...

@@ -3,15 +3,16 @@ the query can be embedded in time (otherwise `degraded`, never an error). Semant
 the most relevant windows that reach the query's relevance floor (memory.domain.relevance,
 docs/adr/0112): a query nothing answers gets no semantic hit.
 
-With the feature on, the full-text query runs in a worker thread while this thread waits for
-the query vector and runs the exact KNN: the answer takes the longer of the two, not the sum.
+The full-text query starts in a worker thread at once, while this thread reads the search's
+state (the org, its flags, the windows still waiting: one statement, docs/adr/0117) and,
+with the feature on, waits for the query vector and runs the exact KNN: the answer takes
+the longer of the two, not the sum.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextvars
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import partial
 
@@ -19,6 +20,9 @@ from memory.application.history.ports import (
     ChatEventLog,
     Clock,
     FeatureFlagStore,
+    SearchState,
+    SearchStateReader,
+    SweepSchedule,
     WindowEmbeddings,
     WindowMatch,
 )
@@ -42,19 +46,17 @@ class SearchHistory:
         *,
         events: ChatEventLog,
         windows: WindowEmbeddings,
-        flags: FeatureFlagStore,
+        state: SearchStateReader,
         embedder: QueryEmbedder,
         model_id: str,
         full_text_pool: concurrent.futures.Executor,
         clock: Clock,
         similarity_floor: float | None = None,
         max_future_skew: timedelta = DEFAULT_MAX_FUTURE_SKEW,
-        pending_windows: Callable[[str], int] = lambda org_id: 0,
     ) -> None:
-        self._pending_windows = pending_windows
         self._events = events
         self._windows = windows
-        self._flags = flags
+        self._state = state
         self._embedder = embedder
         self._model_id = model_id
         self._full_text_pool = full_text_pool
@@ -77,25 +79,29 @@ class SearchHistory:
     def __call__(self, org_id: str, query: HistoryQuery) -> HistorySearchResult:
         self.check_bounds(query.since, query.until)
         merge = HybridMerge(query.limit)
-        org_known = self._events.org_known(org_id)
-        layers = self._flags.layers(org_id)
-        if not layers.semantic_search:
-            fts = self._events.full_text(org_id, query)
-            return HistorySearchResult(
-                merge.merge(fts, []),
-                SemanticState.OFF,
-                org_known=org_known,
-                semantic_off_by=layers.semantic_off_by(),
-            )
-        pending = self._embedder.start(query.text)
         full_text = self._full_text_pool.submit(
             contextvars.copy_context().run, self._events.full_text, org_id, query
         )
-        vector = pending.result()
-        if vector is None:
-            fts = full_text.result()
+        try:
+            state = self._state.search_state(org_id, self._model_id)
+        except BaseException:
+            full_text.cancel()
+            raise
+        org_known = state.org_known
+        if not state.layers.semantic_search:
             return HistorySearchResult(
-                merge.merge(fts, []), SemanticState.DEGRADED, self._model_id, org_known=org_known
+                merge.merge(full_text.result(), []),
+                SemanticState.OFF,
+                org_known=org_known,
+                semantic_off_by=state.layers.semantic_off_by(),
+            )
+        vector = self._embedder.start(query.text).result()
+        if vector is None:
+            return HistorySearchResult(
+                merge.merge(full_text.result(), []),
+                SemanticState.DEGRADED,
+                self._model_id,
+                org_known=org_known,
             )
         # Each window contributes several messages, so `limit` windows always suffice.
         matches = self._windows.nearest(org_id, self._model_id, vector, query, k=query.limit)
@@ -105,13 +111,12 @@ class SearchHistory:
         kept = query.relevance_filter.keep([m.relevance for m in matches])
         matches = [m for m, keep in zip(matches, kept, strict=True) if keep]
         semantic = self._window_messages(org_id, matches, query)
-        fts = full_text.result()
         return HistorySearchResult(
-            merge.merge(fts, semantic),
+            merge.merge(full_text.result(), semantic),
             SemanticState.ON,
             self._model_id,
             org_known=org_known,
-            pending_windows=self._pending_windows(org_id) if org_known else 0,
+            pending_windows=state.pending_windows if org_known else 0,
         )
 
     def _window_messages(
@@ -144,3 +149,22 @@ class SearchHistory:
                     )
                 )
         return hits
+
+
+class SearchStateOneByOne:
+    """`SearchStateReader` over the stores that hold each part, read one after the other:
+    for stores where a read costs no round trip (in memory)."""
+
+    def __init__(
+        self, events: ChatEventLog, flags: FeatureFlagStore, schedule: SweepSchedule
+    ) -> None:
+        self._events = events
+        self._flags = flags
+        self._schedule = schedule
+
+    def search_state(self, org_id: str, model: str) -> SearchState:
+        return SearchState(
+            org_known=self._events.org_known(org_id),
+            layers=self._flags.layers(org_id),
+            pending_windows=self._schedule.pending_windows(org_id, model),
+        )

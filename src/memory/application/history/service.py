@@ -36,6 +36,7 @@ from memory.application.history.ports import (
     OrgDirectoryStore,
     PartitionLockFactory,
     RetentionStore,
+    SearchStateReader,
     SweepBacklog,
     SweepSchedule,
     SweepTotals,
@@ -54,7 +55,7 @@ from memory.application.history.retention import (
     PurgeReport,
     Retention,
 )
-from memory.application.history.search import SearchHistory
+from memory.application.history.search import SearchHistory, SearchStateOneByOne
 from memory.application.history.sweep import Sweeper, SweepProgress, SweepReport
 from memory.application.history.sweep_status import (
     PartitionStatus,
@@ -104,6 +105,9 @@ class HistoryPorts:
     erasure: ErasureStore
     directory: OrgDirectoryStore
     schedule: SweepSchedule
+    # Reads a search's state together; None: from `events`, `flags` and `schedule` one by
+    # one (stores where a read costs no round trip).
+    search_state: SearchStateReader | None = None
 
 
 class HistoryService:
@@ -149,14 +153,14 @@ class HistoryService:
         self._search = SearchHistory(
             events=ports.events,
             windows=ports.windows,
-            flags=ports.flags,
             embedder=self._embedder,
             model_id=self._model_id,
             full_text_pool=self._full_text_pool,
             similarity_floor=similarity_floor,
             clock=clock,
             max_future_skew=max_future_skew,
-            pending_windows=lambda org_id: ports.schedule.pending_windows(org_id, self._model_id),
+            state=ports.search_state
+            or SearchStateOneByOne(ports.events, ports.flags, ports.schedule),
         )
         self._sweeper = Sweeper(
             events=ports.events,

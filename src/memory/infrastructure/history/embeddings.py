@@ -144,8 +144,7 @@ class PostgresWindowEmbeddings:
             ORDER BY b.relevance DESC NULLS LAST, b.similarity DESC, b.id
             """
         ).format(filters=window_filters(query, params))
-        with self._db.connection() as conn:
-            rows = conn.execute(statement, params).fetchall()
+        rows = self._db.read(lambda conn: conn.execute(statement, params).fetchall())
         return [
             WindowMatch(
                 window_id=_uuid(r["id"]),

@@ -119,12 +119,14 @@ _BACKLOG = sql.SQL(
 )
 # Before a sweeper first registers the model, every partition waits (the registration makes
 # them all due): the only case that counts partitions.
-_PENDING = """
+# An org's pending windows for a model (also read by search, infrastructure/history/
+# search_state.py): before the model's first pass, one per partition.
+PENDING_WINDOWS = """
 SELECT CASE WHEN EXISTS (SELECT 1 FROM dw_sweep_models WHERE model = %(model)s)
     THEN (SELECT coalesce(sum(pending_windows), 0) FROM dw_sweep_work
           WHERE org_id = %(org_id)s AND model = %(model)s AND due_at IS NOT NULL)
     ELSE (SELECT count(*) FROM dw_chat_partitions WHERE org_id = %(org_id)s)
-    END AS pending
+    END
 """
 
 
@@ -214,7 +216,9 @@ class PostgresSweepSchedule:
 
     def pending_windows(self, org_id: str, model: str) -> int:
         with self._db.connection() as conn:
-            row = conn.execute(_PENDING, {"org_id": org_id, "model": model}).fetchone()
+            row = conn.execute(
+                f"SELECT ({PENDING_WINDOWS}) AS pending", {"org_id": org_id, "model": model}
+            ).fetchone()
         assert row is not None
         return int(cast(int, row["pending"]))
 

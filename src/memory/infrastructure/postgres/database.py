@@ -13,10 +13,11 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib import resources
+from typing import TypeVar
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -61,6 +62,7 @@ def connect_timeout(wait_seconds: float) -> int:
 
 
 Connection = psycopg.Connection[dict[str, object]]
+T = TypeVar("T")
 
 
 class Database:
@@ -170,6 +172,43 @@ class Database:
                     yield conn
             finally:
                 self.pool.putconn(conn)
+
+    def read(self, work: Callable[[Connection], T], *, timeout: float | None = None) -> T:
+        """`work(conn)` for reads that need no transaction of their own (a statement with
+        its own snapshot): one round trip per statement, where `connection()` costs four
+        (a liveness check, BEGIN, the statement, COMMIT; docs/adr/0117). The connection
+        runs in autocommit while lent and is not checked before use: if it turns out broken
+        (the server restarted while it was idle), it is discarded and `work` runs again on
+        a checked one, so `work` must only read. Inside `transaction()` it runs on that
+        transaction's connection, as with `connection()`."""
+        if self._ambient.get() is not None:
+            with self.connection(timeout=timeout) as conn:
+                return work(conn)
+        wait = self.timeout if timeout is None else min(timeout, self.timeout)
+        deadline = time.monotonic() + wait
+        with waiting_on_database(), database_boundary():
+            conn = self.pool.getconn(timeout=wait)
+            try:
+                return self._autocommit(conn, work)
+            except psycopg.OperationalError:
+                if not conn.broken:
+                    raise
+            conn = self._live_connection(max(deadline - time.monotonic(), 0.001))
+            return self._autocommit(conn, work)
+
+    def _autocommit(self, conn: Connection, work: Callable[[Connection], T]) -> T:
+        """`work(conn)` with `conn` in autocommit, then `conn` back to the pool."""
+        try:
+            conn.autocommit = True
+            return work(conn)
+        finally:
+            try:
+                conn.autocommit = False
+            except psycopg.Error:
+                # Broken, or still busy: never lent again in autocommit, where the writes
+                # of a `connection()` block would not be one transaction.
+                conn.close()
+            self.pool.putconn(conn)
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
