@@ -401,12 +401,14 @@ def bench_search(
 
             def knn(q: str, org: str = org) -> None:
                 vector = HalfVector(list(model.embed_query(q).values))
-                with database.connection() as conn:
-                    conn.execute(
+                # One round trip, as search's own reads (Database.read, docs/adr/0117).
+                database.read(
+                    lambda conn: conn.execute(
                         "SELECT id FROM dw_message_embeddings WHERE org_id = %s AND model = %s"
                         " ORDER BY embedding <=> %s LIMIT %s",
                         (org, "hash:1024", vector, SEARCH_LIMIT),
                     ).fetchall()
+                )
 
             hybrid_ms = latency(hybrid, texts, f"hybrid {size:,}")
             knn_ms = latency(knn, texts, f"knn {size:,}")

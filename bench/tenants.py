@@ -266,12 +266,14 @@ def measure_org(
 
     def knn(q: str) -> None:
         vector = HalfVector(list(model.embed_query(q).values))
-        with database.connection() as conn:
-            conn.execute(
+        # One round trip, as search's own reads (Database.read, docs/adr/0117).
+        database.read(
+            lambda conn: conn.execute(
                 "SELECT id FROM dw_message_embeddings WHERE org_id = %s AND model = %s"
                 " ORDER BY embedding <=> %s LIMIT %s",
                 (org, MODEL, vector, SEARCH_LIMIT),
             ).fetchall()
+        )
 
     def idle() -> None:
         report = runtime.service.sweep(org, trigger="bench")
