@@ -1,6 +1,6 @@
 # The README's two commands: `make run` and `make test`. Both install what they need first
 # (scripts/setup.sh is idempotent) and work on a fresh Debian 12 machine, as root or not.
-.PHONY: setup setup-dev run demo lock test lint typecheck check bench clean
+.PHONY: setup setup-dev run demo lock test test-unit test-integration test-e2e test-model lint typecheck check bench clean
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -33,6 +33,21 @@ test: setup-dev
 	$(VENV)/bin/ruff format --check src tests bench scripts
 	$(VENV)/bin/mypy
 	$(PY) -m pytest
+
+# The suite's tiers, each on its own (docs/testing.md): `make test` runs them all.
+# test-unit: no I/O, no PostgreSQL, without the tests marked slow and without the
+# schemathesis plugin (it imports hypothesis at start-up): seconds, for the edit loop.
+test-unit: setup-dev
+	$(PY) -m pytest tests/unit -m "not slow" -p no:schemathesis -q
+
+test-integration: setup-dev
+	$(PY) -m pytest tests/integration -q
+
+test-e2e: setup-dev
+	$(PY) -m pytest tests/e2e -q
+
+test-model: setup-dev
+	$(PY) -m pytest tests/model -q
 
 lint: setup-dev
 	$(VENV)/bin/ruff check src tests bench scripts

@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from itertools import combinations, product
 
+import pytest
+
 from memory.domain.access.api_key import ApiKey
 from memory.domain.access.grant import Grant, excesses
 from memory.domain.access.scopes import ALL_SCOPES, Scope
@@ -39,6 +41,7 @@ def _expected(granter: ApiKey, grant: Grant) -> set[str]:
     return fields
 
 
+@pytest.mark.slow
 def test_every_combination_passes_only_as_a_subset_and_names_what_exceeds() -> None:
     granted = refused = 0
     for held, org, expiry in product(_subsets(empty=True), (None, "acme"), (None, OWN_EXPIRY)):

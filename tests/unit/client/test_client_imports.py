@@ -9,6 +9,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 SERVER_ONLY = ("starlette", "uvicorn", "psycopg", "memory.entrypoints", "memory.infrastructure")
 
 
@@ -24,12 +26,14 @@ def server_only(modules: set[str]) -> set[str]:
     return {m for m in modules if m.split(".")[0] in SERVER_ONLY or m.startswith(SERVER_ONLY)}
 
 
+@pytest.mark.slow
 def test_importing_the_client_imports_no_server_framework_or_database_driver() -> None:
     loaded = modules_after_import("memory.client")
     assert {"memory.client", "memory.contract.responses", "httpx", "pydantic"} <= loaded
     assert server_only(loaded) == set()
 
 
+@pytest.mark.slow
 def test_the_probe_sees_the_server_side_when_it_is_imported() -> None:
     # The same probe on the HTTP app finds what the client must not load: the check above
     # would catch a client module that imported it.

@@ -61,6 +61,7 @@ def test_the_limits_come_from_the_contract_models() -> None:
     assert key is not None and key["scopes"].max_items is not None
 
 
+@pytest.mark.slow
 def test_an_8_mib_array_is_refused_at_the_first_item_over_the_limit() -> None:
     hostile = b'{"events": [' + zeros(4_000_000) + b"]}"
     assert len(hostile) > 8_000_000

@@ -47,6 +47,7 @@ async def test_a_thread_stuck_in_a_database_call_is_given_up_on() -> None:
     assert "retry" in stalled.value.message
 
 
+@pytest.mark.slow
 async def test_slow_work_outside_the_database_and_many_short_calls_are_not_cut() -> None:
     def busy() -> int:
         calls = 0

@@ -356,6 +356,7 @@ def test_rules_after_a_failure_run_in_a_worker_thread() -> None:
     assert ran_in and ran_in != [loop_thread]
 
 
+@pytest.mark.slow
 def test_an_8_mib_array_is_refused_naming_the_field_and_its_limit() -> None:
     hostile = b'{"events": [' + b",".join([b"0"] * 4_000_000) + b"]}"
 

@@ -31,6 +31,7 @@ class FlakyDatabase:
             raise DatabaseUnavailable("the database is unavailable; retry later")
 
 
+@pytest.mark.slow
 def test_a_worker_stopped_by_an_outage_restarts_soon_after_the_database_returns() -> None:
     database = FlakyDatabase()
     starts: list[float] = []
@@ -58,6 +59,7 @@ def test_a_worker_stopped_by_an_outage_restarts_soon_after_the_database_returns(
     assert len(starts) == 2, "no restarts while the database was down"
 
 
+@pytest.mark.slow
 def test_a_worker_that_crashes_with_the_database_up_backs_off() -> None:
     database = FlakyDatabase()
     database.down = False
