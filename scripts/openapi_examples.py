@@ -192,6 +192,8 @@ def record_history(r: Recorder) -> None:
         query={"q": "reset VPN password", "limit": 5},
     )
     r.call("sweepStatus", "GET", "/v1/orgs/acme/sweep", path_params=org)
+    r.call("orgActivity", "GET", "/v1/orgs/acme/activity", path_params=org)
+    r.call("serviceActivity", "GET", "/v1/activity")
     r.call("listOrgFlags", "GET", "/v1/orgs/acme/feature-flags", path_params=org)
     org_flag = {"org_id": "acme", "flag": FLAG}
     flag_path = f"/v1/orgs/acme/feature-flags/{FLAG}"

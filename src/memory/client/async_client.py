@@ -285,6 +285,11 @@ class AsyncMemoryClient:
         `cursor` for the next."""
         return await self._one(lambda: calls.sweep_status(org_id, limit=limit, cursor=cursor))
 
+    async def activity(self, org_id: str | None = None) -> s.ActivityBody:
+        """The last hour a minute at a time (searches, degraded share, sweep lag age and
+        windows embedded): the whole service's, or one org's."""
+        return await self._one(lambda: calls.activity(org_id))
+
     async def global_flags(self) -> s.GlobalFlagsBody:
         return await self._one(calls.global_flags)
 

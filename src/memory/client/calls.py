@@ -237,6 +237,11 @@ def sweep_status(org_id: str, *, limit: int | None, cursor: str | None) -> Call[
     return Call("GET", f"{_org(org_id)}/sweep", s.SweepStatusBody, params=params)
 
 
+def activity(org_id: str | None) -> Call[s.ActivityBody]:
+    path = "/v1/activity" if org_id is None else f"{_org(org_id)}/activity"
+    return Call("GET", path, s.ActivityBody)
+
+
 def global_flags() -> Call[s.GlobalFlagsBody]:
     return Call("GET", "/v1/feature-flags", s.GlobalFlagsBody)
 

@@ -279,6 +279,11 @@ class MemoryClient:
         `cursor` for the next."""
         return self._one(lambda: calls.sweep_status(org_id, limit=limit, cursor=cursor))
 
+    def activity(self, org_id: str | None = None) -> s.ActivityBody:
+        """The last hour a minute at a time (searches, degraded share, sweep lag age and
+        windows embedded): the whole service's, or one org's."""
+        return self._one(lambda: calls.activity(org_id))
+
     def global_flags(self) -> s.GlobalFlagsBody:
         return self._one(calls.global_flags)
 

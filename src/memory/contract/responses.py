@@ -578,3 +578,49 @@ class AuditEntryBody(Answer):
 class AuditPageBody(Answer):
     entries: list[AuditEntryBody]
     next_cursor: str | None
+
+
+# Activity (the console's trends, docs/adr/0122) ------------------------------------------
+
+
+class ActivityMinuteBody(Answer):
+    """One minute of the last hour, summed over every replica."""
+
+    minute: datetime = Field(description="The minute's start (UTC). ISO 8601 with a UTC offset.")
+    searches: int = Field(description="History searches answered in the minute.")
+    semantic: int = Field(
+        description="Of those, the searches whose semantic half was on (answered with it, or"
+        " degraded)."
+    )
+    degraded: int = Field(
+        description="Of the semantic searches, those answered from full-text alone because"
+        " the query could not be embedded in time."
+    )
+    degraded_share: float | None = Field(
+        description="`degraded` / `semantic`, from 0 to 1 (null: no semantic search)."
+    )
+    windows_embedded: int = Field(description="Conversation windows the sweep embedded.")
+    lag_age_seconds: float | None = Field(
+        description="How long the oldest work waiting for the sweep had waited when a pass"
+        " ended in the minute (the largest any replica saw; null: no pass told)."
+    )
+
+
+class ActivityBody(Answer):
+    """The last hour, a minute at a time, oldest first: the service's (`GET /v1/activity`)
+    or one org's. Every replica adds its figures to the same store every few seconds."""
+
+    org_id: str | None = Field(description="The org (null: the whole service).")
+    now: datetime = Field(description="When the trend was read. ISO 8601 with a UTC offset.")
+    minutes: list[ActivityMinuteBody] = Field(
+        description="60 entries, one per minute, the current minute last."
+    )
+    searches: int = Field(description="History searches in the hour.")
+    degraded_share: float | None = Field(
+        description="Of the hour's semantic searches, the share answered from full-text"
+        " alone (null: none)."
+    )
+    windows_embedded: int = Field(description="Windows the sweep embedded in the hour.")
+    lag_age_seconds: float | None = Field(
+        description="The latest lag age sampled in the hour (null: none)."
+    )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from memory.application.audit.ports import AuditTrail
 from memory.application.embedding import EmbeddingModel
 from memory.application.errors import ServiceUnavailable
+from memory.application.history.activity import HistoryActivity
 from memory.application.history.ports import Clock
 from memory.application.history.retention import PurgeReport
 from memory.application.history.service import HistoryPorts, HistoryService
@@ -17,9 +18,11 @@ from memory.application.history.watermarks import SweepWatermarks
 from memory.application.observer import ServiceCall, ServiceObserver
 from memory.domain.policy.cursor import CursorCodec
 from memory.entrypoints.runtime import Worker
+from memory.entrypoints.workers.activity import ActivityFlusher
 from memory.entrypoints.workers.history import HistoryWorkers
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.embedding.factory import ModelRegistry, stored_model_id
+from memory.infrastructure.history.activity_log import PostgresActivityLog
 from memory.infrastructure.history.chat_events import PostgresChatEventLog
 from memory.infrastructure.history.chinese_words import jieba_words
 from memory.infrastructure.history.clock import system_clock
@@ -129,6 +132,9 @@ class HistoryRuntime:
         self.watermarks = watermarks or open_sweep_watermarks(database)
         self.schedule = PostgresSweepSchedule(database)
         self.last_runs = LastRuns()
+        # The console's last-hour trends: this replica's tallies, stored every few seconds.
+        self.activity = HistoryActivity(PostgresActivityLog(database), clock)
+        self._activity_flusher = ActivityFlusher(self.activity)
         self.service = HistoryService(
             HistoryPorts(
                 events=self.events,
@@ -155,9 +161,9 @@ class HistoryRuntime:
             cursors=CursorCodec(load_cursor_key(database)),
             erasure_key=load_erasure_key(database),
             observers=(
-                (HistoryMetrics(), ServiceLog(), self.last_runs)
+                (HistoryMetrics(), ServiceLog(), self.last_runs, self.activity.tally)
                 if observers is None
-                else (*observers, self.last_runs)
+                else (*observers, self.last_runs, self.activity.tally)
             ),
         )
         self._workers = HistoryWorkers(
@@ -171,12 +177,13 @@ class HistoryRuntime:
         )
 
     def routes(self) -> list[BaseRoute]:
+        from memory.entrypoints.http.activity_routes import activity_routes
         from memory.entrypoints.http.history_routes import history_routes
 
-        return history_routes(self.service)
+        return history_routes(self.service) + activity_routes(self.activity)
 
     def workers(self) -> list[Worker]:
-        return self._workers.workers()
+        return [*self._workers.workers(), self._activity_flusher.run]
 
     def health(self) -> dict[str, Any]:
         return {
@@ -220,6 +227,7 @@ class HistoryRuntime:
 
     def close(self) -> None:
         self._workers.stop()
+        self._activity_flusher.flush()
         self.service.close()
         self.watermarks.close()
 

@@ -73,9 +73,12 @@ FAMILIES = [
             Call("GET", "/v1/orgs/{org}/sweep"),
             Call("GET", "/v1/orgs/{org}/retention"),
             Call("GET", "/v1/orgs/{org}/feature-flags"),
+            Call("GET", "/v1/orgs/{org}/activity"),
         ),
         per_org=True,
     ),
+    # The service's last hour counts every org's searches (docs/adr/0122).
+    Family("service activity", "history:read", (Call("GET", "/v1/activity"),), every_org=True),
     # Any key with the scope; what it lists depends on the key (below).
     Family("org directory", "history:read", (Call("GET", "/v1/orgs"),)),
     Family(

@@ -180,6 +180,33 @@ def test_the_async_client_retries_and_walks_search_pages() -> None:
     assert bodies[2] == {"query": "q", "limit": 1, "cursor": "c1"}
 
 
+def test_activity_reads_the_service_or_one_orgs_last_hour() -> None:
+    minute = {
+        "minute": "2026-12-02T03:48:00+00:00",
+        "searches": 2,
+        "semantic": 2,
+        "degraded": 1,
+        "degraded_share": 0.5,
+        "windows_embedded": 3,
+        "lag_age_seconds": 4.5,
+    }
+    body = {
+        "org_id": "acme",
+        "now": "2026-12-02T03:48:10+00:00",
+        "minutes": [minute],
+        "searches": 2,
+        "degraded_share": 0.5,
+        "windows_embedded": 3,
+        "lag_age_seconds": 4.5,
+    }
+    handler, seen = scripted(httpx.Response(200, json=body), httpx.Response(200, json=body))
+    mem = client(handler, [])
+    trend = mem.activity("acme")
+    assert (trend.minutes[0].degraded_share, trend.lag_age_seconds) == (0.5, 4.5)
+    mem.activity()
+    assert [r.url.path for r in seen] == ["/v1/orgs/acme/activity", "/v1/activity"]
+
+
 def test_sweep_status_sends_its_page_and_reads_the_totals() -> None:
     totals = {
         "partitions": 3,

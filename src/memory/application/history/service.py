@@ -63,7 +63,7 @@ from memory.application.history.sweep_status import (
 )
 from memory.application.observer import Observed, ServiceObserver
 from memory.domain.audit.admin_action import Actor
-from memory.domain.errors import FieldChecks
+from memory.domain.errors import FieldChecks, InvalidInput
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.chat_input import check_event, check_events, check_org_id
 from memory.domain.history.org_directory import OrgListing
@@ -242,7 +242,9 @@ class HistoryService:
     def search(self, org_id: str, query: HistoryQuery) -> HistorySearchResult:
         """Full-text hits first, then semantic ones when the org's flags allow; `semantic`
         says whether the semantic half ran, was off, or degraded (model down or slow)."""
-        return self._observed.run("search", lambda: self._search(check_org_id(org_id), query))
+        return self._observed.run(
+            "search", lambda: self._search(check_org_id(org_id), query), **_org_label(org_id)
+        )
 
     def check_ingest(self, events: Mapping[int, ChatEvent]) -> None:
         """`ingest`'s rules over the events given (by their index in the request), alone:
@@ -467,3 +469,11 @@ class HistoryService:
 
 def _optional_org(org_id: str | None) -> str | None:
     return None if org_id is None else check_org_id(org_id)
+
+
+def _org_label(org_id: str) -> dict[str, str]:
+    """The org as a call's label once it is a valid id: an invalid one is never logged."""
+    try:
+        return {"org_id": check_org_id(org_id)}
+    except InvalidInput:
+        return {}

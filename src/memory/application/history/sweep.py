@@ -157,6 +157,8 @@ class SweepReport:
     stall_reasons: list[str] = field(default_factory=list)
     # Per org, the sum of its measured partitions' lag (for aggregate metrics only).
     org_lag_events: dict[str, int] = field(default_factory=dict)
+    # Per org, the windows its partitions embedded (the console's trends, docs/adr/0122).
+    org_windows_embedded: dict[str, int] = field(default_factory=dict)
     # Slices the pass took (0: nothing was due).
     slices: int = 0
     # What still waited when the pass ended (None: the pass did not look).
@@ -168,6 +170,11 @@ class SweepReport:
             org = part.partition.org_id
             self.org_lag_events[org] = self.org_lag_events.get(org, 0) + part.lag_events
         self.windows_embedded += part.windows_embedded
+        if part.windows_embedded:
+            org = part.partition.org_id
+            self.org_windows_embedded[org] = (
+                self.org_windows_embedded.get(org, 0) + part.windows_embedded
+            )
         self.windows_skipped += part.windows_skipped
         self.windows_poisoned += part.windows_poisoned
         self.windows_open += part.windows_open

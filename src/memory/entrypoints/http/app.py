@@ -33,7 +33,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memory.application.errors import DatabaseUnavailable
 from memory.domain.access.scopes import Scope as KeyScope
 from memory.entrypoints.bootstrap import Services
-from memory.entrypoints.http import access_routes, console_routes, history_routes, policy_routes
+from memory.entrypoints.http import (
+    access_routes,
+    activity_routes,
+    console_routes,
+    history_routes,
+    policy_routes,
+)
 from memory.entrypoints.http.access import Access, AccessControl, AccessTable
 from memory.entrypoints.http.body_limit import BodyLimit
 from memory.entrypoints.http.database_stall import StallLimit
@@ -197,6 +203,7 @@ def access_table(*, metrics_public: bool) -> AccessTable:
         **console_routes.ACCESS,
         **policy_routes.ACCESS,
         **history_routes.ACCESS,
+        **activity_routes.ACCESS,
         **access_routes.ACCESS,
     }
 

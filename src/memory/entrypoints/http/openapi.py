@@ -241,6 +241,17 @@ OPERATIONS: tuple[Operation, ...] = (
         f"DELETE {ORG_FLAG}", "clearOrgFlag", "Remove an org's override", s.OrgFlagBody,
         errors=[NOT_FOUND],
     ),
+    _history(
+        "GET /v1/activity", "serviceActivity",
+        "The last hour a minute at a time: searches, degraded share, sweep lag and throughput",
+        s.ActivityBody,
+    ),
+    _history(
+        f"GET {ORG}/activity", "orgActivity",
+        "An org's last hour a minute at a time: searches, degraded share, sweep lag and"
+        " throughput",
+        s.ActivityBody,
+    ),
     _history(f"GET {ORG}/retention", "getRetention", "An org's retention", s.RetentionBodyOut),
     _history(
         f"PUT {ORG}/retention", "setRetention", "Set an org's retention", s.RetentionBodyOut,
