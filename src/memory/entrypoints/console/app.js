@@ -2,6 +2,7 @@
 import { currentKey, forgetKey, setKey } from "./api.js";
 import { badge, errorBox, h, loading, replace } from "./dom.js";
 import { ask, may, orgsOf, untilExpiry } from "./key.js";
+import { still } from "./live.js";
 import * as audit from "./audit.js";
 import * as history from "./history.js";
 import * as orgs from "./orgs.js";
@@ -36,6 +37,7 @@ async function render() {
   // detached element, never on the page now shown.
   const container = h("div", { class: "page", "data-page": name }, loading());
   replace(document.getElementById("page"), container);
+  still(); // a live page says so itself (live.js)
   try {
     await PAGES[name].render(container, args);
   } catch (error) {

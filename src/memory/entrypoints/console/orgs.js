@@ -4,6 +4,8 @@
 import { api } from "./api.js";
 import { badge, errorBox, facts, field, h, replace, seconds, table, when, yesNo } from "./dom.js";
 import { may, notAllowed, ownKey } from "./key.js";
+import { live } from "./live.js";
+import { loadTrend } from "./trends.js";
 
 const DIRECTORY_PAGE = 50;
 // Partitions per page of an org's sweep status (the route's default; its maximum is 200).
@@ -131,6 +133,7 @@ async function renderOrg(container, orgId, own) {
   const flagsBox = h("section", { class: "card", "data-testid": "org-flags" });
   const retentionBox = h("section", { class: "card", "data-testid": "org-retention" });
   const sweepBox = h("section", { class: "card", "data-testid": "org-sweep" });
+  const trendsBox = h("section", { class: "card", "data-testid": "org-trends" }, h("h3", {}, "Last hour"), h("p", { class: "loading" }, "Loading…"));
   replace(
     container,
     heading,
@@ -142,13 +145,14 @@ async function renderOrg(container, orgId, own) {
         : null,
     ),
     summaryBox,
+    trendsBox,
     flagsBox,
     retentionBox,
     sweepBox,
   );
 
-  async function loadSummary() {
-    replace(summaryBox, h("h3", {}, "Summary"), h("p", { class: "loading" }, "Loading…"));
+  async function loadSummary(quiet = false) {
+    if (!quiet) replace(summaryBox, h("h3", {}, "Summary"), h("p", { class: "loading" }, "Loading…"));
     try {
       // The directory's entry for this org (its listing is by prefix; the first page that
       // starts with the id holds it when it exists).
@@ -271,9 +275,11 @@ async function renderOrg(container, orgId, own) {
   // The org's partitions a page at a time (GET .../sweep is keyset-paged: an org may have
   // thousands); the cursors of the pages before this one, for "Previous page".
   let sweepCursors = [];
+  let sweepCursor;
 
-  async function loadSweep(cursor) {
-    replace(sweepBox, h("h3", {}, "Sweep"), h("p", { class: "loading" }, "Loading…"));
+  async function loadSweep(cursor, quiet = false) {
+    sweepCursor = cursor;
+    if (!quiet) replace(sweepBox, h("h3", {}, "Sweep"), h("p", { class: "loading" }, "Loading…"));
     try {
       const status = await api("GET", `${path}/sweep`, { query: { limit: PARTITION_PAGE, cursor } });
       replace(sweepBox, h("h3", {}, "Sweep"), sweepView(status, sweepCursors.length + 1, {
@@ -285,7 +291,11 @@ async function renderOrg(container, orgId, own) {
     }
   }
 
-  await Promise.all([loadSummary(), loadFlags(), loadRetention(), loadSweep(undefined)]);
+  // Live: the figures refresh (the summary, the last hour, the page of partitions shown);
+  // the flags and the retention form, which the operator may be changing, do not.
+  const loadTrends = () => loadTrend(trendsBox, `${path}/activity`, "Last hour");
+  live(container, () => Promise.all([loadSummary(true), loadTrends(), loadSweep(sweepCursor, true)]));
+  await Promise.all([loadSummary(), loadTrends(), loadFlags(), loadRetention(), loadSweep(undefined)]);
 }
 
 function sweepView(status, number, { next, previous }) {

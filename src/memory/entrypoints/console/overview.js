@@ -2,6 +2,8 @@
 import { api, currentKey } from "./api.js";
 import { badge, errorBox, facts, h, replace, seconds, table, when, yesNo } from "./dom.js";
 import { may, notAllowed, ownKey } from "./key.js";
+import { live } from "./live.js";
+import { loadTrend } from "./trends.js";
 
 // The overview sums the first page of orgs; the Orgs page lists them all.
 const ORGS_AT_A_GLANCE = 200;
@@ -13,6 +15,7 @@ export async function render(container) {
     h("div", { class: "title" }, h("h2", {}, "Overview"), h("button", { type: "button", class: "secondary", onclick: () => load(body) }, "Refresh")),
     body,
   );
+  live(container, () => load(body));
   await load(body);
 }
 
@@ -41,6 +44,7 @@ async function load(body) {
         "service",
       ),
     ),
+    activityCard(),
     h("section", { class: "card" }, h("h3", {}, "Models"), modelsTable(contexts)),
     h("section", { class: "card", "data-testid": "model-checks" }, h("h3", {}, "Model checks"), modelChecks(health)),
     orgsCard(),
@@ -50,6 +54,22 @@ async function load(body) {
       .filter(([, report]) => report.error)
       .map(([name, report]) => h("section", { class: "card" }, h("h3", {}, `${name}: no report`), h("p", { class: "bad-text" }, report.error))),
   );
+}
+
+/** The service's last hour (GET /v1/activity: a history:read key for every org). */
+function activityCard() {
+  const heading = "Last hour";
+  const card = h("section", { class: "card", "data-testid": "service-trends" }, h("h3", {}, heading));
+  if (!currentKey()) {
+    card.append(h("p", { class: "empty" }, "Enter an API key to see the last hour."));
+    return card;
+  }
+  card.append(h("p", { class: "loading" }, "Loading…"));
+  ownKey().then((own) => {
+    if (may(own, "serviceActivity")) loadTrend(card, "/v1/activity", heading);
+    else replace(card, h("h3", {}, heading), notAllowed(own, "The service's last hour", "the history:read scope on a key for every org", "trends-not-allowed"));
+  });
+  return card;
 }
 
 /** The orgs at a glance, from GET /v1/orgs (this needs a key; /healthz does not). */
