@@ -321,6 +321,11 @@ class InMemoryChatEventLog:
         after = [r for r in rows if mark.position is None or r.key > mark.position]
         return MainRead(_read(after, limit), horizon, False)
 
+    def read_main_many(
+        self, marks: Sequence[tuple[Partition, WatermarkMark]], limit: int
+    ) -> dict[Partition, MainRead]:
+        return {partition: self.read_main(partition, mark, limit) for partition, mark in marks}
+
     def read_late(
         self, partition: Partition, mark: WatermarkMark, late: LateCatchUp, limit: int
     ) -> PartitionRead:
@@ -636,7 +641,11 @@ class InMemoryOrgDirectory:
         # The sweep's work state (set by InMemoryHistory, as migration 0207's table is there).
         self.schedule: InMemorySweepSchedule | None = None
 
-    def record_visit(self, visit: PartitionVisit) -> None:
+    def record_visits(self, visits: Sequence[PartitionVisit]) -> None:
+        for visit in visits:
+            self._record_visit(visit)
+
+    def _record_visit(self, visit: PartitionVisit) -> None:
         if visit.partition not in self._events.partitions(visit.partition.org_id):
             return
         before = self.visits.get((visit.partition, visit.model))

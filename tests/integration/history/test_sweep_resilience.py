@@ -88,6 +88,12 @@ class CrashOnce:
             raise SimulatedCrash
         self.inner.store(watermark)
 
+    def store_many(self, watermarks) -> None:
+        if not self.crashed:
+            self.crashed = True
+            raise SimulatedCrash
+        self.inner.store_many(watermarks)
+
 
 def crashing_sweeper(runtime: HistoryRuntime, kit) -> Sweeper:
     return kit.sweeper(runtime, watermarks=CrashOnce(runtime.watermarks), batch_windows=2)

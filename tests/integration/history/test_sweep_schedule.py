@@ -15,7 +15,7 @@ from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.partition import Partition
 from memory.entrypoints.history_runtime import HistoryRuntime
 
-READS = ("read_main", "read_late", "count_unconsumed", "out_of_range")
+READS = ("read_main", "read_main_many", "read_late", "count_unconsumed", "out_of_range")
 
 
 class CountingLog:
@@ -33,6 +33,13 @@ class CountingLog:
         def counted(partition: Partition, *args: Any, **kwargs: Any) -> Any:
             self.reads.append((name, partition))
             return found(partition, *args, **kwargs)
+
+        def counted_together(marks: Any, *args: Any, **kwargs: Any) -> Any:
+            self.reads += [(name, partition) for partition, _ in marks]
+            return found(marks, *args, **kwargs)
+
+        if name == "read_main_many":
+            return counted_together
 
         return counted
 

@@ -101,6 +101,12 @@ class ChatEventLog(Protocol):
         (if none do) up to `limit` embeddable messages after the position."""
         ...
 
+    def read_main_many(
+        self, marks: Sequence[tuple[Partition, WatermarkMark]], limit: int
+    ) -> dict[Partition, MainRead]:
+        """`read_main` for each of a slice's partitions, together (docs/adr/0115)."""
+        ...
+
     def read_late(
         self, partition: Partition, mark: WatermarkMark, late: LateCatchUp, limit: int
     ) -> PartitionRead:
@@ -179,6 +185,11 @@ class WatermarkRepository(Protocol):
         ...
 
     def store(self, watermark: SweepWatermark) -> None: ...
+
+    def store_many(self, watermarks: Sequence[SweepWatermark]) -> None:
+        """`store` for several watermarks, atomically: one save of all their pending events
+        (a slice's batch, docs/adr/0115)."""
+        ...
 
 
 class PartitionLocks(Protocol):
@@ -308,8 +319,9 @@ class OrgDirectoryStore(Protocol):
         """One query however many orgs the page holds."""
         ...
 
-    def record_visit(self, visit: PartitionVisit) -> None:
-        """Keep the partition's state for the model (nothing once the partition is erased)."""
+    def record_visits(self, visits: Sequence[PartitionVisit]) -> None:
+        """Keep each visited partition's state for its model (nothing for a partition erased
+        meanwhile); a slice's visits together."""
         ...
 
     def forget_model(self, model: str) -> int:

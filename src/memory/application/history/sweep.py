@@ -10,12 +10,16 @@ org with a large backlog shares the sweep with the others instead of holding it
 Per partition, under an exclusive lock: read unconsumed messages after the watermark,
 sessionise, take the closed windows, skip the non-substantive ones, embed the rest (no
 database transaction is open meanwhile), upsert their rows, advance the watermark. A
-transient model failure stalls the partition (watermark unchanged, retried next pass); a
-window the model rejects is recorded as poison and skipped. A window whose rows could not be
-written because an erasure removed one of its messages meanwhile is not consumed: the next
-read cuts it again from what is left (docs/adr/0092). Rows the sweep cannot read (an
-instant outside the accepted range, stored by an older version) are never part of a read;
-each is recorded once as a poison event of its own partition (docs/adr/0041).
+slice's partitions do this together (docs/adr/0115): one read of all of them, batches of
+several partitions' windows, one upsert and one save of their watermarks per batch; a
+partition that needs more than that read goes on alone. A transient model failure stalls
+the partition (watermark unchanged, retried next pass); a window the model rejects is
+recorded as poison and skipped (a rejected batch is halved until the window is alone). A
+window whose rows could not be written because an erasure removed one of its messages
+meanwhile is not consumed: the next read cuts it again from what is left (docs/adr/0092).
+Rows the sweep cannot read (an instant outside the accepted range, stored by an older
+version) are never part of a read; each is recorded once as a poison event of its own
+partition (docs/adr/0041).
 
 A pass stops between batches when the process shuts down or the org's semantic search is
 turned off (ADR 0044): what was embedded stays, the rest is picked up by a later pass. Each
@@ -69,7 +73,7 @@ from memory.domain.history.conversation import (
 from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG, FlagLayers
 from memory.domain.history.partition import Partition
 from memory.domain.history.substance import is_substantive
-from memory.domain.history.sweep_plan import SweepPlan, plan
+from memory.domain.history.sweep_plan import MainRead, SweepPlan, plan
 from memory.domain.history.watermark import PoisonEventReason, StallReason, SweepWatermark
 from memory.domain.history.window_identity import window_id
 
@@ -208,6 +212,49 @@ class SweepProgress(Protocol):
     def started(self, partitions: int) -> None: ...
 
     def partition_done(self, report: PartitionReport) -> None: ...
+
+
+@dataclass
+class _Reading:
+    """A partition's main-stream read in a slice's visits, consumed across batches that
+    hold windows of several partitions (docs/adr/0115)."""
+
+    watermark: SweepWatermark
+    report: PartitionReport
+    main: MainRead
+    swept: SweepPlan
+    # The first closed window not consumed yet.
+    next: int = 0
+    # An erasure refused one of its windows: the visit reads again (alone).
+    read_again: bool = False
+
+    @property
+    def left(self) -> bool:
+        return self.next < len(self.swept.closed)
+
+    @property
+    def ended(self) -> bool:
+        """The visit ended early: stalled, stopped or out of its window budget."""
+        r = self.report
+        return r.stalled is not None or r.interrupted is not None or r.unfinished
+
+
+@dataclass
+class _Segment:
+    """One reading's part of a batch: its closed windows [start, end), the substantive ones
+    `wanted` (embedded as `texts`); after the model call, which were embedded or poison."""
+
+    reading: _Reading
+    start: int
+    end: int
+    wanted: list[ConversationWindow] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    embedded: list[EmbeddedWindow] = field(default_factory=list)
+    poisoned: list[ConversationWindow] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
 
 
 class _Stalled(Exception):
@@ -369,20 +416,24 @@ class Sweeper:
         stop: threading.Event | None,
         progress: SweepProgress | None,
     ) -> bool:
-        """Visit the held partitions in the slice's order; the others are reported busy
-        (another sweeper holds them) or off (their org's semantic search is)."""
+        """Visit the held partitions together; the others are reported busy (another
+        sweeper holds them) or off (their org's semantic search is)."""
+        held = [watermarks[v.partition] for v in due if v.partition in watermarks]
+        swept: dict[Partition, PartitionReport] = {}
+        if held and (stop is None or not stop.is_set()):
+            swept = self._sweep_together(held, model_down, stop)
         outcomes: list[VisitOutcome] = []
         moved = False
         for visit in due:
-            if stop is not None and stop.is_set():
-                break
-            watermark = watermarks.get(visit.partition)
-            if watermark is not None:
-                part = self._sweep_partition(watermark, model_down, stop)
-            elif visit.partition in busy:
-                part = PartitionReport(visit.partition, busy=True)
-            else:
-                part = PartitionReport(visit.partition, interrupted=Interruption.DISABLED)
+            part = swept.get(visit.partition)
+            if part is None and visit.partition in watermarks:
+                continue  # the pass stopped before the slice's visits began
+            if part is None:
+                part = (
+                    PartitionReport(visit.partition, busy=True)
+                    if visit.partition in busy
+                    else PartitionReport(visit.partition, interrupted=Interruption.DISABLED)
+                )
             report.add(part)
             if progress is not None:
                 progress.partition_done(part)
@@ -402,13 +453,222 @@ class Sweeper:
             return VisitOutcome(visit.partition, visit.changes, self._clock(), 1)
         return VisitOutcome(visit.partition, visit.changes, part.tail_closes_at, part.windows_open)
 
-    # One partition ----------------------------------------------------------------------
+    # A slice's partitions together ------------------------------------------------------
 
-    def _sweep_partition(
-        self, watermark: SweepWatermark, model_down: list[str], stop: threading.Event | None
-    ) -> PartitionReport:
-        partition = watermark.partition
-        report = PartitionReport(partition, flags_fresh=True)
+    def _sweep_together(
+        self,
+        watermarks: Sequence[SweepWatermark],
+        model_down: list[str],
+        stop: threading.Event | None,
+    ) -> dict[Partition, PartitionReport]:
+        """Visit a slice's held partitions (docs/adr/0115): one read of all their main
+        streams, model calls over several partitions' windows, one upsert and one watermark
+        save per call, one record of the visits. A visit that needs more than that read (a
+        late stream, rows out of range, a read cut at its limit, a window refused by an
+        erasure) goes on alone afterwards, as it would have from its first read."""
+        reports = {w.partition: PartitionReport(w.partition, flags_fresh=True) for w in watermarks}
+        fresh = [w for w in watermarks if w.mark.late is None]
+        reads = self._events.read_main_many(
+            [(w.partition, w.mark) for w in fresh], self._read_limit
+        )
+        alone = [w for w in watermarks if w.mark.late is not None]
+        readings: list[_Reading] = []
+        for w in fresh:
+            main = reads[w.partition]
+            if main.late_pending or main.out_of_range:
+                alone.append(w)
+                continue
+            swept = plan(main.read, now=self._clock(), budget=self._budget)
+            readings.append(_Reading(w, reports[w.partition], main, swept))
+        self._consume_together(readings, model_down, stop)
+        for r in readings:
+            if r.ended:
+                continue
+            if r.read_again or (r.swept.closed and not r.main.read.complete):
+                alone.append(r.watermark)
+                continue
+            # As `_step` after a main read: all of its closed windows were consumed.
+            r.report.windows_open += r.swept.open_windows
+            r.report.tail_closes_at = r.swept.closes_at()
+            if r.main.read.complete:
+                r.report.lag_events = r.swept.open_messages
+        for w in alone:
+            self._sweep_alone(w, reports[w.partition], model_down, stop)
+        visits = [self._finish(w, reports[w.partition]) for w in watermarks]
+        if self._directory is not None:
+            self._directory.record_visits(visits)
+        return reports
+
+    def _consume_together(
+        self, readings: list[_Reading], model_down: list[str], stop: threading.Event | None
+    ) -> None:
+        """Embed, store and advance over the readings' closed windows, a batch of several
+        partitions' windows at a time (at most `batch_windows` windows and `batch_tokens`
+        tokens, and no more than a visit's `visit_windows` of one partition)."""
+        active = [r for r in readings if r.swept.closed]
+        while active:
+            if stop is not None and stop.is_set():
+                for r in active:
+                    self._stopped(r.report, Interruption.SHUTDOWN)
+                return
+            for r in [r for r in active if r.report.windows_consumed >= self._visit_windows]:
+                r.report.unfinished = True
+                active.remove(r)
+            segments = self._take_batch(active)
+            if not segments:
+                return
+            disabled = self._disabled(segments)
+            if disabled:
+                for r in disabled:
+                    self._stopped(r.report, Interruption.DISABLED)
+                    active.remove(r)
+                continue
+            for seg in segments:
+                seg.reading.report.flags_fresh = False
+            try:
+                self._embed_batch(segments, model_down)
+            except _Stalled as stalled:
+                self._stall_together(active, stalled.reason)
+                active = [r for r in active if not r.ended]
+                continue
+            active = [r for r in active if r.left and not r.read_again]
+
+    def _take_batch(self, active: Sequence[_Reading]) -> list[_Segment]:
+        """The next batch: windows of the readings in order, the non-substantive ones
+        consumed with them (skipped) but not embedded."""
+        segments: list[_Segment] = []
+        count, tokens = 0, 0
+        for r in active:
+            closed = r.swept.closed
+            room = self._visit_windows - r.report.windows_consumed
+            seg = _Segment(r, r.next, r.next)
+            full = False
+            while seg.end < len(closed) and count < self._batch_windows and seg.size < room:
+                window = closed[seg.end]
+                if is_substantive(window):
+                    text, n = self._budget.clip(window.content)
+                    if count and tokens + n > self._batch_tokens:
+                        full = True
+                        break
+                    seg.wanted.append(window)
+                    seg.texts.append(text)
+                    count, tokens = count + 1, tokens + n
+                seg.end += 1
+            if seg.size:
+                segments.append(seg)
+            if full or count >= self._batch_windows:
+                break
+        return segments
+
+    def _disabled(self, segments: Sequence[_Segment]) -> list[_Reading]:
+        """The readings of the batch past their first batch whose org's semantic search was
+        turned off meanwhile (the first goes by the flags the slice read, as alone)."""
+        later = [seg.reading for seg in segments if not seg.reading.report.flags_fresh]
+        if not later:
+            return []
+        layers = self._flags.layers_of(sorted({r.watermark.partition.org_id for r in later}))
+        return [r for r in later if not layers[r.watermark.partition.org_id].semantic_search]
+
+    def _embed_batch(self, segments: Sequence[_Segment], model_down: list[str]) -> None:
+        texts = [t for seg in segments for t in seg.texts]
+        with TRACER.start_as_current_span(
+            "history sweep batch", attributes={"memory.windows": len(texts)}
+        ):
+            vectors = iter(self._embed_isolating(texts, model_down))
+            for seg in segments:
+                partition = seg.reading.watermark.partition
+                for window in seg.wanted:
+                    vector = next(vectors)
+                    if vector is None:
+                        self._log_poison(partition, window)
+                        seg.poisoned.append(window)
+                    else:
+                        seg.embedded.append(self._embedded(partition, window, vector))
+            embedded = [e for seg in segments for e in seg.embedded]
+            written = self._windows.upsert(self._model_id, embedded) if embedded else set()
+        for seg in segments:
+            self._advance(seg, written)
+        self._watermarks.store_many([seg.reading.watermark for seg in segments])
+
+    def _advance(self, seg: _Segment, written: set[uuid.UUID]) -> None:
+        """Move the segment's watermark past what it consumed; a window an erasure refused
+        is not consumed, nor anything after it (docs/adr/0092): the visit reads again."""
+        r = seg.reading
+        end, embedded, poisoned, wanted = seg.end, seg.embedded, seg.poisoned, seg.wanted
+        refused = [e for e in embedded if e.id not in written]
+        if refused:
+            r.read_again = True
+            end = r.swept.closed.index(refused[0].window, seg.start)
+            cut = refused[0].window.first.position
+            embedded = [e for e in embedded if e.window.last.position < cut]
+            poisoned = [w for w in poisoned if w.last.position < cut]
+            wanted = [w for w in wanted if w.last.position < cut]
+            if end == seg.start:
+                return
+        partition = r.watermark.partition
+        for window in poisoned:
+            r.watermark.skip_poison_window(
+                self._window_id(partition, window),
+                window.first.position,
+                window.last.position,
+                len(window.messages),
+                POISON_REASON,
+            )
+        skipped = (end - seg.start) - len(wanted)
+        r.watermark.consume_main(
+            r.swept.end_after(end),
+            r.main.horizon_seq,
+            embedded=[e.id for e in embedded],
+            skipped=skipped,
+        )
+        r.report.windows_embedded += len(embedded)
+        r.report.windows_skipped += skipped
+        r.report.windows_poisoned += len(poisoned)
+        r.next = end
+
+    def _stall_together(self, active: Sequence[_Reading], reason: str) -> None:
+        """The model failed: every reading with a window left to embed stalls (as each
+        would alone on its next call in this pass); one save records it for all."""
+        stalled = [r for r in active if any(is_substantive(w) for w in r.swept.closed[r.next :])]
+        for r in stalled:
+            r.report.stalled = reason
+            r.watermark.stall(reason)
+        self._watermarks.store_many([r.watermark for r in stalled])
+
+    def _embed_isolating(
+        self, texts: Sequence[str], model_down: list[str]
+    ) -> list[EmbeddingVector | None]:
+        """One model call for `texts`; when the model rejects it, halves until each rejected
+        text is alone (None: poison), so a poison window costs its batch a few calls and
+        never the other windows of the batch (of its partition or another)."""
+        if not texts:
+            return []
+        if model_down:
+            # Already failed for every input in this pass: do not wait on it again.
+            raise _Stalled(model_down[0])
+        try:
+            vectors: list[EmbeddingVector | None] = [*self._call_model(list(texts))]
+            return vectors
+        except InputRejected:
+            if len(texts) == 1:
+                return [None]
+        except (ModelUnavailable, ModelMisconfigured) as exc:
+            raise self._stall(exc, model_down) from exc
+        half = len(texts) // 2
+        return self._embed_isolating(texts[:half], model_down) + self._embed_isolating(
+            texts[half:], model_down
+        )
+
+    # One partition alone ----------------------------------------------------------------
+
+    def _sweep_alone(
+        self,
+        watermark: SweepWatermark,
+        report: PartitionReport,
+        model_down: list[str],
+        stop: threading.Event | None,
+    ) -> None:
+        """Go on with a visit read by read, from its watermark."""
         try:
             while self._step_or_read_again(watermark, report, model_down, stop):
                 pass
@@ -419,19 +679,23 @@ class Sweeper:
         except _BudgetSpent:
             report.unfinished = True
         except _Stopped as stopped:
-            report.interrupted = stopped.reason
-            log.info(
-                "history sweep: stopped %s of %s between batches (%s); %d windows embedded",
-                self._model_id,
-                partition,
-                stopped.reason,
-                report.windows_embedded,
-            )
+            self._stopped(report, stopped.reason)
+
+    def _stopped(self, report: PartitionReport, reason: str) -> None:
+        report.interrupted = reason
+        log.info(
+            "history sweep: stopped %s of %s between batches (%s); %d windows embedded",
+            self._model_id,
+            report.partition,
+            reason,
+            report.windows_embedded,
+        )
+
+    def _finish(self, watermark: SweepWatermark, report: PartitionReport) -> PartitionVisit:
+        """The visit's lag (counted only when its reads did not tell it) and its record."""
         if report.lag_events is None or report.interrupted or report.unfinished:
-            report.lag_events = self._events.count_unconsumed(partition, watermark.mark)
-        if self._directory is not None:
-            self._directory.record_visit(self._visit(watermark, report))
-        return report
+            report.lag_events = self._events.count_unconsumed(watermark.partition, watermark.mark)
+        return self._visit(watermark, report)
 
     def _visit(self, watermark: SweepWatermark, report: PartitionReport) -> PartitionVisit:
         return PartitionVisit(
@@ -659,18 +923,21 @@ class Sweeper:
             try:
                 (vector,) = self._call_model([text])
             except InputRejected:
-                log.warning(
-                    "history sweep: model %s rejected window %s of %s; skipping it as poison",
-                    self._model_id,
-                    self._window_id(partition, window),
-                    partition,
-                )
+                self._log_poison(partition, window)
                 poisoned.append(window)
                 continue
             except (ModelUnavailable, ModelMisconfigured) as exc:
                 raise self._stall(exc, model_down) from exc
             embedded.append(self._embedded(partition, window, vector))
         return embedded, poisoned
+
+    def _log_poison(self, partition: Partition, window: ConversationWindow) -> None:
+        log.warning(
+            "history sweep: model %s rejected window %s of %s; skipping it as poison",
+            self._model_id,
+            self._window_id(partition, window),
+            partition,
+        )
 
     def _call_model(self, texts: list[str]) -> list[EmbeddingVector]:
         vectors = self._model.embed_documents(texts)

@@ -54,3 +54,9 @@ class SweepWatermarks(Application[uuid.UUID]):
     def store(self, watermark: SweepWatermark) -> None:
         """Save the watermark's pending events atomically (none pending: nothing happens)."""
         self.save(watermark)
+
+    def store_many(self, watermarks: Sequence[SweepWatermark]) -> None:
+        """Save several watermarks' pending events in one transaction: the library's `save`
+        takes several aggregates and records all their events with one `put`."""
+        if watermarks:
+            self.save(*watermarks)

@@ -8,6 +8,7 @@ org's search or anyone's sweep fail. `out_of_range` finds such rows for the swee
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
@@ -36,7 +37,11 @@ from memory.domain.time_range import AcceptedTimeRange
 from memory.infrastructure.history.clock import system_clock
 from memory.infrastructure.history.locks import INGEST_LOCK_CLASS
 from memory.infrastructure.history.sql_filters import EMBEDDABLE, event_filters
-from memory.infrastructure.history.watermark_sql import WatermarkPredicates
+from memory.infrastructure.history.watermark_sql import (
+    LATE_OF_MARKS,
+    MAIN_STREAM_OF_MARKS,
+    WatermarkPredicates,
+)
 from memory.infrastructure.postgres.database import Database
 
 _INSERT = sql.SQL(
@@ -90,6 +95,10 @@ _INSERT_PARTITIONS = sql.SQL(
 )
 _PARTITION = sql.SQL(
     "org_id = %(org_id)s AND provider = %(provider)s AND external_channel_id = %(channel_id)s"
+)
+# A partition named by the `marks` row of `read_main_many`.
+_PARTITION_OF_MARKS = sql.SQL(
+    "org_id = m_org AND provider = m_provider AND external_channel_id = m_channel"
 )
 _IN_RANGE = sql.SQL("occurred_at >= %(earliest)s AND occurred_at <= %(latest)s")
 _OUT_OF_RANGE = sql.SQL("(occurred_at < %(earliest)s OR occurred_at > %(latest)s)")
@@ -318,13 +327,70 @@ class PostgresChatEventLog:
         )
         with self._db.connection() as conn:
             rows = conn.execute(statement, params).fetchall()
-        first = rows[0]  # the state row is always there, with or without messages
-        horizon = int(cast(int, first["horizon"]))
-        out_of_range = bool(first["out_of_range"])
-        if first["late"]:
-            return MainRead(PartitionRead((), True), horizon, True, out_of_range)
-        messages = [r for r in rows if r["event_id"] is not None]
-        return MainRead(_read(messages, limit), horizon, False, out_of_range)
+        return _main_read(rows, limit)
+
+    def read_main_many(
+        self, marks: Sequence[tuple[Partition, WatermarkMark]], limit: int
+    ) -> dict[Partition, MainRead]:
+        """`read_main` for a slice's partitions in one statement (docs/adr/0115): per
+        partition, from the statement's one snapshot, its horizon, late check and read. Only
+        for marks with no late catch-up in progress (those read their late stream)."""
+        if any(mark.late is not None for _, mark in marks):
+            raise ValueError("a mark with a late catch-up reads its late stream")
+        if not marks:
+            return {}
+        params = self._range(
+            {
+                "orgs": [p.org_id for p, _ in marks],
+                "providers": [p.provider for p, _ in marks],
+                "channels": [p.channel_id for p, _ in marks],
+                "at": [None if m.position is None else m.position.occurred_at for _, m in marks],
+                "ids": [None if m.position is None else m.position.event_id for _, m in marks],
+                "seen": [m.seen_seq for _, m in marks],
+                "limit": limit + 1,
+            }
+        )
+        statement = sql.SQL(
+            """
+            WITH marks AS (
+                SELECT * FROM unnest(%(orgs)s::text[], %(providers)s::text[],
+                                     %(channels)s::text[], %(at)s::timestamptz[],
+                                     %(ids)s::text[], %(seen)s::bigint[])
+                    WITH ORDINALITY AS m(m_org, m_provider, m_channel, m_at, m_id, m_seen, m_i)
+            ), state AS MATERIALIZED (  -- once per partition, not once per message
+                SELECT marks.*,
+                       (SELECT coalesce(max(ingest_seq), 0) FROM dw_chat_events WHERE {p})
+                           AS horizon,
+                       EXISTS (SELECT 1 FROM dw_chat_events
+                               WHERE {p} AND {e} AND {r} AND {late}) AS late,
+                       EXISTS (SELECT 1 FROM dw_chat_events WHERE {p} AND {out})
+                           AS out_of_range
+                FROM marks)
+            SELECT state.m_i, state.horizon, state.late, state.out_of_range, stream.*
+            FROM state LEFT JOIN LATERAL (
+                SELECT {columns} FROM dw_chat_events
+                WHERE {p} AND {e} AND {r} AND {main} AND NOT state.late
+                ORDER BY occurred_at, event_id LIMIT %(limit)s) AS stream ON TRUE
+            ORDER BY state.m_i, stream.occurred_at, stream.event_id
+            """
+        ).format(
+            p=_PARTITION_OF_MARKS,
+            e=EMBEDDABLE,
+            r=_IN_RANGE,
+            out=_OUT_OF_RANGE,
+            late=LATE_OF_MARKS,
+            main=MAIN_STREAM_OF_MARKS,
+            columns=_MESSAGE_COLUMNS,
+        )
+        with self._db.connection() as conn:
+            rows = conn.execute(statement, params).fetchall()
+        by_mark: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for row in rows:
+            by_mark[int(cast(int, row["m_i"]))].append(row)
+        return {
+            partition: _main_read(by_mark[i], limit)
+            for i, (partition, _) in enumerate(marks, start=1)
+        }
 
     def read_late(
         self, partition: Partition, mark: WatermarkMark, late: LateCatchUp, limit: int
@@ -389,6 +455,18 @@ def _partition_params(partition: Partition) -> dict[str, Any]:
         "provider": partition.provider,
         "channel_id": partition.channel_id,
     }
+
+
+def _main_read(rows: list[dict[str, Any]], limit: int) -> MainRead:
+    """A main read from its statement's rows: the state columns on every row (always one
+    row, with or without messages), a message on each row that has one."""
+    first = rows[0]
+    horizon = int(cast(int, first["horizon"]))
+    out_of_range = bool(first["out_of_range"])
+    if first["late"]:
+        return MainRead(PartitionRead((), True), horizon, True, out_of_range)
+    messages = [r for r in rows if r["event_id"] is not None]
+    return MainRead(_read(messages, limit), horizon, False, out_of_range)
 
 
 def _read(rows: list[dict[str, Any]], limit: int) -> PartitionRead:

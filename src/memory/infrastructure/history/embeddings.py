@@ -8,7 +8,6 @@ filter would fail loudly on mixed sizes rather than compare silently.
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -17,7 +16,6 @@ from psycopg import sql
 
 from memory.application.history.ports import EmbeddedWindow, WindowMatch
 from memory.domain.embedding import EmbeddingVector
-from memory.domain.history.partition import Partition
 from memory.domain.history.search import HistoryQuery
 from memory.domain.relevance import MIN_DISTRIBUTION, script_group
 from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
@@ -50,13 +48,24 @@ _UPSERT = sql.SQL(
     """
 )
 # A window re-cut after a crash (e.g. a message arrived in between) replaces the rows of
-# the same model that covered any of its events, so no event is embedded twice.
+# the same model and partition that covered any of its events, so no event is embedded
+# twice. One statement for a batch of several partitions' windows. The candidates come from
+# the index of source events alone (`OFFSET 0` keeps the other conditions out of that scan:
+# with the org or the model in it, the planner may scan every row of the org or the model,
+# once per batch), then each must be of the model and share an event with a window of its
+# own partition.
 _REPLACE_OVERLAPPING = sql.SQL(
     """
-    DELETE FROM dw_message_embeddings
-    WHERE org_id = %(org_id)s AND model = %(model)s AND provider = %(provider)s
-      AND external_channel_id = %(channel_id)s
-      AND source_event_ids && %(event_ids)s::text[] AND id <> ALL(%(ids)s::uuid[])
+    DELETE FROM dw_message_embeddings d
+    USING (SELECT id, org_id, provider, external_channel_id, model, source_event_ids
+           FROM dw_message_embeddings WHERE source_event_ids && %(event_ids)s::text[]
+           OFFSET 0) AS c
+    WHERE d.id = c.id AND c.model = %(model)s AND c.id <> ALL(%(ids)s::uuid[])
+      AND EXISTS (
+        SELECT 1 FROM unnest(%(orgs)s::text[], %(providers)s::text[], %(channels)s::text[],
+                             %(event_ids)s::text[]) AS s(org_id, provider, channel_id, event_id)
+        WHERE s.org_id = c.org_id AND s.provider = c.provider
+          AND s.channel_id = c.external_channel_id AND s.event_id = ANY(c.source_event_ids))
     """
 )
 
@@ -66,37 +75,35 @@ class PostgresWindowEmbeddings:
         self._db = database
 
     def upsert(self, model: str, windows: Sequence[EmbeddedWindow]) -> set[uuid.UUID]:
-        by_partition: dict[Partition, list[EmbeddedWindow]] = defaultdict(list)
-        for w in windows:
-            by_partition[w.partition].append(w)
-        written: set[uuid.UUID] = set()
-        with self._db.connection() as conn:
-            for org_id in sorted({p.org_id for p in by_partition}):
+        """Write `windows` (of any partitions: a slice's batch) in one pipelined round trip;
+        the ids of those written (a window that lost a message to an erasure is not)."""
+        if not windows:
+            return set()
+        sources = [(w.partition, e) for w in windows for e in w.window.event_ids]
+        with self._db.connection() as conn, conn.pipeline(), conn.cursor() as cur:
+            for org_id in sorted({w.partition.org_id for w in windows}):
                 conn.execute(
                     "SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
                     (RETENTION_LOCK_CLASS, org_id),
                 )
-            for partition, group in sorted(by_partition.items()):
-                conn.execute(
-                    _REPLACE_OVERLAPPING,
-                    {
-                        "org_id": partition.org_id,
-                        "model": model,
-                        "provider": partition.provider,
-                        "channel_id": partition.channel_id,
-                        "event_ids": [e for w in group for e in w.window.event_ids],
-                        "ids": [w.id for w in group],
-                    },
-                )
-                with conn.cursor() as cur:
-                    # One pipelined round trip for the batch; each statement returns its
-                    # id if it wrote the window.
-                    cur.executemany(_UPSERT, [_row(model, w) for w in group], returning=True)
-                    while True:
-                        written.update(cast(uuid.UUID, r["id"]) for r in cur.fetchall())
-                        if not cur.nextset():
-                            break
-        return written
+            conn.execute(
+                _REPLACE_OVERLAPPING,
+                {
+                    "model": model,
+                    "ids": [w.id for w in windows],
+                    "orgs": [p.org_id for p, _ in sources],
+                    "providers": [p.provider for p, _ in sources],
+                    "channels": [p.channel_id for p, _ in sources],
+                    "event_ids": [e for _, e in sources],
+                },
+            )
+            # Each statement returns its id if it wrote the window.
+            cur.executemany(_UPSERT, [_row(model, w) for w in windows], returning=True)
+            written: set[uuid.UUID] = set()
+            while True:
+                written.update(cast(uuid.UUID, r["id"]) for r in cur.fetchall())
+                if not cur.nextset():
+                    return written
 
     # Every window's similarity is computed once (the exact scan, ADR 0034) into `scored`;
     # the same pass gives the query's similarity distribution per script group, against

@@ -140,29 +140,18 @@ class PostgresOrgDirectory:
             rows = conn.execute(statement, params).fetchall()
         return [_org_row(r) for r in rows]
 
-    def record_visit(self, visit: PartitionVisit) -> None:
-        position = visit.position
-        params = {
-            "org_id": visit.partition.org_id,
-            "provider": visit.partition.provider,
-            "channel_id": visit.partition.channel_id,
-            "model": visit.model,
-            "position_at": None if position is None else position.occurred_at,
-            "position_event_id": None if position is None else position.event_id,
-            "windows_embedded": visit.windows_embedded,
-            "poison_windows": visit.poison_windows,
-            "poison_events": visit.poison_events,
-            "stalled": visit.stalled,
-            "open_windows": visit.open_windows,
-            "at": visit.at,
-            "embedded_at": visit.at if visit.embedded else None,
-        }
-        with self._db.connection() as conn:
-            conn.execute(
-                "SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
-                (RETENTION_LOCK_CLASS, visit.partition.org_id),
-            )
-            conn.execute(_RECORD_VISIT, params)
+    def record_visits(self, visits: Sequence[PartitionVisit]) -> None:
+        """A slice's visits in one pipelined round trip, under the shared retention lock of
+        each org (taken in org order, as the window upsert takes them)."""
+        if not visits:
+            return
+        with self._db.connection() as conn, conn.pipeline(), conn.cursor() as cur:
+            for org_id in sorted({v.partition.org_id for v in visits}):
+                cur.execute(
+                    "SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
+                    (RETENTION_LOCK_CLASS, org_id),
+                )
+            cur.executemany(_RECORD_VISIT, [_visit_params(v) for v in visits])
 
     def forget_model(self, model: str) -> int:
         with self._db.connection() as conn:
@@ -247,3 +236,22 @@ def _org_row(row: dict[str, Any]) -> OrgRow:
         last_embedded_at=cast(datetime | None, row["last_embedded_at"]),
         last_swept_at=cast(datetime | None, row["last_swept_at"]),
     )
+
+
+def _visit_params(visit: PartitionVisit) -> dict[str, Any]:
+    position = visit.position
+    return {
+        "org_id": visit.partition.org_id,
+        "provider": visit.partition.provider,
+        "channel_id": visit.partition.channel_id,
+        "model": visit.model,
+        "position_at": None if position is None else position.occurred_at,
+        "position_event_id": None if position is None else position.event_id,
+        "windows_embedded": visit.windows_embedded,
+        "poison_windows": visit.poison_windows,
+        "poison_events": visit.poison_events,
+        "stalled": visit.stalled,
+        "open_windows": visit.open_windows,
+        "at": visit.at,
+        "embedded_at": visit.at if visit.embedded else None,
+    }

@@ -70,3 +70,15 @@ class WatermarkPredicates:
         return sql.SQL("({} OR ({} AND NOT {}))").format(
             self.main_stream(), self.late(), consumed_late
         )
+
+
+# The same predicates for a slice's partitions read in one statement (`read_main_many`):
+# each partition's mark is a row of the statement's `marks` (m_at, m_id: the position,
+# NULL before anything was consumed; m_seen: seen_seq). Without a position every row is
+# after it (every stored row is later than -infinity) and none is late.
+MAIN_STREAM_OF_MARKS = sql.SQL(
+    "(occurred_at, event_id) > (coalesce(m_at, '-infinity'::timestamptz), coalesce(m_id, ''))"
+)
+LATE_OF_MARKS = sql.SQL(
+    "(m_at IS NOT NULL AND ingest_seq > m_seen AND (occurred_at, event_id) <= (m_at, m_id))"
+)

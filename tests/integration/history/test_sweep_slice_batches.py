@@ -1,0 +1,152 @@
+"""A slice's partitions are swept together (docs/adr/0115): one read of all their main
+streams, model calls holding several partitions' windows, one upsert and one watermark save
+per call; a poison window in such a batch is isolated without costing the others."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory.domain.history.chat_event import ChatEvent
+from memory.domain.history.partition import Partition
+from memory.domain.history.sweep_plan import WatermarkMark
+from memory.entrypoints.history_runtime import HistoryRuntime
+
+MODEL = "hash:1024"
+
+
+class CountingWatermarks:
+    """The runtime's watermark repository, counting its saves."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.saves: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def store(self, watermark: Any) -> None:
+        self.saves.append(1)
+        self._inner.store(watermark)
+
+    def store_many(self, watermarks: Any) -> None:
+        self.saves.append(len(watermarks))
+        self._inner.store_many(watermarks)
+
+
+class CountingLog:
+    """The runtime's event log, counting its main-stream reads."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.reads: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def read_main(self, partition: Partition, *args: Any) -> Any:
+        self.reads.append(1)
+        return self._inner.read_main(partition, *args)
+
+    def read_main_many(self, marks: Any, limit: int) -> Any:
+        self.reads.append(len(marks))
+        return self._inner.read_main_many(marks, limit)
+
+
+def one_window_each(kit, org: str, channels: int, text: str = "") -> list[ChatEvent]:
+    return [
+        kit.message(
+            f"{org}-{c}-{i}", i, f"{text}question {i} about order {c} of {org}", channel=f"C{c}"
+        )
+        for c in range(channels)
+        for i in range(2)
+    ]
+
+
+def test_a_slice_embeds_several_partitions_windows_per_model_call(make_runtime, kit) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    runtime.service.ingest("acme", one_window_each(kit, "acme", 40))
+    watermarks = CountingWatermarks(runtime.watermarks)
+    log = CountingLog(runtime.events)
+    sweeper = kit.sweeper(
+        runtime, watermarks=watermarks, events=log, batch_windows=16, slice_partitions=32
+    )
+    report = sweeper.run_pass()
+    assert (report.windows_embedded, report.partitions, report.slices) == (40, 40, 2)
+    # Two slices (32 + 8 partitions): one read each, and model calls of 16 windows taken
+    # across partitions, each saved with one save of its partitions' watermarks.
+    assert log.reads == [32, 8]
+    assert [len(c) for c in runtime.model.document_calls] == [16, 16, 8]  # type: ignore[attr-defined]
+    assert watermarks.saves == [16, 16, 8]
+    covered = kit.covered()
+    assert len(covered) == len(set(covered)) == 80
+    for c in range(40):
+        watermark = runtime.watermarks.get(Partition("acme", "slack", f"C{c}"), MODEL)
+        assert watermark.windows_embedded == 1
+        assert watermark.mark.position is not None
+        assert watermark.mark.position.event_id == f"acme-{c}-1"
+    assert sweeper.run_pass().partitions == 0  # nothing left due
+
+
+def test_a_poison_window_in_a_batch_of_several_partitions_poisons_only_itself(
+    make_runtime, kit
+) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    events = one_window_each(kit, "acme", 6)
+    events[6] = kit.message("acme-3-0", 0, "this one makes the model choke POISON", channel="C3")
+    runtime.service.ingest("acme", events)
+    runtime.model.reject_marker = "POISON"  # type: ignore[attr-defined]
+    report = kit.sweeper(runtime).run_pass()
+    assert (report.windows_embedded, report.windows_poisoned) == (5, 1)
+    assert (report.partitions_stalled, report.partitions_interrupted) == (0, 0)
+    assert sorted(r["external_channel_id"] for r in kit.rows()) == ["C0", "C1", "C2", "C4", "C5"]
+    for c in range(6):
+        watermark = runtime.watermarks.get(Partition("acme", "slack", f"C{c}"), MODEL)
+        assert len(watermark.poison_windows) == (1 if c == 3 else 0)
+        assert watermark.mark.position is not None  # every partition advanced
+    # The rejected batch of 6 was halved until the poison window was alone: a few calls,
+    # not one per window, and no good window was ever rejected with it twice.
+    calls = runtime.model.document_calls  # type: ignore[attr-defined]
+    assert [len(c) for c in calls] == [6, 3, 3, 1, 2]
+
+
+def test_one_read_of_many_partitions_answers_as_a_read_of_each(make_runtime, kit, clock) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    runtime.service.ingest("acme", [kit.message(f"a{i}", i * 40, channel="A") for i in range(30)])
+    runtime.service.ingest("acme", [kit.message(f"b{i}", i * 40, channel="B") for i in range(5)])
+    runtime.service.ingest("acme", [kit.message(f"c{i}", i * 40, channel="C") for i in range(4)])
+    runtime.service.ingest("globex", [kit.message(f"a{i}", i * 40, channel="A") for i in range(3)])
+    runtime.service.sweep(trigger="test")
+    # After the pass: B gets a late message (before its position), C a new one, and a
+    # partition that never had a watermark, D, some messages.
+    runtime.service.ingest("acme", [kit.message("b-late", 41, channel="B")])
+    runtime.service.ingest("acme", [kit.message("c-new", 500, channel="C")])
+    runtime.service.ingest("acme", [kit.message(f"d{i}", i, channel="D") for i in range(3)])
+    partitions = [Partition("acme", "slack", ch) for ch in "ABCD"] + [
+        Partition("globex", "slack", "A")
+    ]
+    marks = [(p, runtime.watermarks.get(p, MODEL).mark) for p in partitions]
+    marks.append((Partition("acme", "slack", "A"), WatermarkMark(None, 0)))  # from the start
+    for limit in (2, 15, 500):
+        together = runtime.events.read_main_many(marks[:5], limit)
+        assert together == {p: runtime.events.read_main(p, m, limit) for p, m in marks[:5]}
+        (fresh,) = runtime.events.read_main_many(marks[5:], limit).values()
+        assert fresh == runtime.events.read_main(*marks[5], limit)
+    late = runtime.events.read_main_many(marks[:5], 500)[Partition("acme", "slack", "B")]
+    assert late.late_pending and late.read.messages == ()
+    assert [m.event_id for m in fresh.read.messages][:3] == ["a0", "a1", "a2"]
+
+
+def test_windows_of_two_orgs_with_the_same_event_ids_keep_each_other(make_runtime, kit) -> None:
+    """The batch's replacement of overlapping rows matches events within their own
+    partition: another org's row over events with the same ids is not replaced."""
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    for org in ("acme", "globex"):
+        runtime.service.ingest(org, [kit.message(f"m{i}", i) for i in range(3)])
+    sweeper = kit.sweeper(runtime)
+    assert sweeper.run_pass("acme").windows_embedded == 1
+    assert sweeper.run_pass("globex").windows_embedded == 1
+    assert sorted(r["org_id"] for r in kit.rows()) == ["acme", "globex"]
