@@ -42,9 +42,9 @@ from memory.contract.responses import (
 from memory.domain.audit.admin_action import Actor
 from memory.domain.policy.metadata import PolicyMetadata
 from memory.domain.policy.search import SimilarityResult
-from memory.entrypoints.http.access_routes import audit_page_body
-from memory.entrypoints.http.answer import render
-from memory.entrypoints.http.policy_routes import search_body
+from memory.entrypoints.presenters.audit import audit_page_body
+from memory.entrypoints.presenters.policy import search_body
+from memory.entrypoints.presenters.wire import render
 
 SEARCH_HITS = 100
 AUDIT_ENTRIES = 200

@@ -19,7 +19,7 @@ from typing import Any
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from tqdm import tqdm
 
-from memory.application.durability.erasure_journal import ReapplyErasures, ReapplyReport
+from memory.application.durability.erasure_journal import ReapplyReport
 from memory.entrypoints.cli_output import emit, error, wants_json
 from memory.entrypoints.database_url import HomeHasNoDatabase, embedded_cluster
 from memory.entrypoints.operator import cli_actor
@@ -179,11 +179,8 @@ def _restore(args: argparse.Namespace) -> int:
 
 def _reapply_erasures(settings: Settings, url: str, since: datetime) -> ReapplyReport:
     """Every journaled erasure recorded after `since`, applied again to the database."""
-    from memory.domain.audit.admin_action import sender_reference
     from memory.entrypoints.bootstrap import build_services
     from memory.entrypoints.erasure_journal import erasure_journal
-    from memory.infrastructure.durability.senders import PostgresSenders
-    from memory.infrastructure.policy.secrets import load_erasure_key
 
     journal = erasure_journal(settings)
     if journal is None:
@@ -193,15 +190,7 @@ def _reapply_erasures(settings: Settings, url: str, since: datetime) -> ReapplyR
     quick = settings.model_copy(update={"projection_wait_timeout": 0.0})
     services = build_services(quick, url)
     try:
-        key = load_erasure_key(services.database)
-        reapply = ReapplyErasures(
-            journal,
-            services.history,
-            services.policy,
-            PostgresSenders(services.database),
-            lambda org_id, sender: sender_reference(key, org_id, sender),
-        )
-        return reapply(since, actor=cli_actor())
+        return services.reapply_erasures(journal)(since, actor=cli_actor())
     finally:
         services.close()
 

@@ -19,10 +19,13 @@ if TYPE_CHECKING:
     from memory.application.access.rate_limits import FailedAuthentications, RateLimits
     from memory.application.access.service import AccessService
     from memory.application.audit.ports import AuditTrail
+    from memory.application.durability.erasure_journal import ErasureJournal, ReapplyErasures
     from memory.application.history.service import HistoryService
+    from memory.application.model_check import FullTextRanker
     from memory.application.policy.service import PolicyService
     from memory.entrypoints.model_checks import ModelChecks
     from memory.entrypoints.warm_up import WarmUp
+    from memory.infrastructure.embedding.vector_cache import CachedEmbeddingModel
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +114,23 @@ class Services:
         assert isinstance(runtime, HistoryRuntime)
         return runtime.service
 
+    def reapply_erasures(self, journal: ErasureJournal) -> ReapplyErasures:
+        """The journaled erasures applied again to this database, through both contexts'
+        services (after a restore, docs/adr/0106); senders named under this database's key."""
+        from memory.application.durability.erasure_journal import ReapplyErasures
+        from memory.domain.audit.admin_action import sender_reference
+        from memory.infrastructure.durability.senders import PostgresSenders
+        from memory.infrastructure.policy.secrets import load_erasure_key
+
+        key = load_erasure_key(self.database)
+        return ReapplyErasures(
+            journal,
+            self.history,
+            self.policy,
+            PostgresSenders(self.database),
+            lambda org_id, sender: sender_reference(key, org_id, sender),
+        )
+
     def close(self) -> None:
         for ctx in reversed(self.contexts):
             ctx.close()
@@ -185,3 +205,51 @@ def opened(
             yield services
         finally:
             services.close()
+
+
+@dataclass(frozen=True)
+class ModelCheckStores:
+    """The database side of `memory check`: full-text search beside the model, and the audit
+    trail its figures are recorded in (after migrating, so a fresh database has the table)."""
+
+    full_text: FullTextRanker
+    database: Database
+
+    def audit_trail(self) -> AuditTrail:
+        from memory.infrastructure.audit.audit_log import PostgresAuditTrail
+
+        self.database.migrate()
+        return PostgresAuditTrail(self.database)
+
+
+class ModelCheckWiring:
+    """What `memory check` runs on: any model the service can be configured with (its
+    vectors of the fixed check texts cached under MEMORY_HOME/check-cache) and, on the
+    configured database, one connection's stores. No context is built."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._registry = ModelRegistry(settings)
+
+    def model(self, spec: str) -> CachedEmbeddingModel:
+        """Raises `InvalidModelSpec` or `EmbeddingError` for a model that cannot be built."""
+        from memory.infrastructure.embedding.vector_cache import CachedEmbeddingModel
+
+        return CachedEmbeddingModel(self._registry.get(spec), self._settings.home / "check-cache")
+
+    @contextmanager
+    def stores(self) -> Iterator[ModelCheckStores]:
+        from memory.entrypoints.database_url import database_url
+        from memory.infrastructure.history.full_text_ranker import PostgresFullTextRanker
+
+        settings = self._settings
+        with database_url(settings, create=False) as url:
+            database = Database(url, min_size=1, max_size=1, timeout=settings.database_timeout)
+            database.open()
+            try:
+                yield ModelCheckStores(PostgresFullTextRanker(database), database)
+            finally:
+                database.close()
+
+    def close(self) -> None:
+        self._registry.close()

@@ -27,7 +27,7 @@ from memory.infrastructure.embedding.spec import InvalidModelSpec
 from memory.infrastructure.settings import Settings
 
 if TYPE_CHECKING:
-    from memory.infrastructure.postgres.database import Database
+    from memory.application.audit.ports import AuditTrail
 
 # Results looked at per question: a history search page shows more, so a document in the
 # top 3 of 12 is one a user would see.
@@ -65,11 +65,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from memory.entrypoints.database_url import database_url
-    from memory.infrastructure.embedding.factory import ModelRegistry
-    from memory.infrastructure.embedding.vector_cache import CachedEmbeddingModel
-    from memory.infrastructure.history.full_text_ranker import PostgresFullTextRanker
-    from memory.infrastructure.postgres.database import Database
+    from memory.entrypoints.bootstrap import ModelCheckWiring
 
     settings: Settings = args.settings
     if not 0.0 <= args.threshold <= 1.0:
@@ -79,23 +75,21 @@ def _check(args: argparse.Namespace) -> int:
         error("--k must be at least 1")
         return 2
     data = load_check_set()
-    registry = ModelRegistry(settings)
+    wiring = ModelCheckWiring(settings)
     try:
         try:
-            model = CachedEmbeddingModel(registry.get(args.model), settings.home / "check-cache")
+            model = wiring.model(args.model)
         except (InvalidModelSpec, EmbeddingError) as exc:
             error(f"--model: {exc}")
             return 2
         precision_set = None if args.no_precision else load_precision_set()
-        with database_url(settings, create=False) as url:
-            database = Database(url, min_size=1, max_size=1, timeout=settings.database_timeout)
-            database.open()
+        with wiring.stores() as stores:
             total = len(data.queries) + (len(precision_set.queries) if precision_set else 0)
             bar = tqdm(total=total, unit="question", desc=f"check {args.model}")
             try:
                 table = check_model(
                     model,
-                    PostgresFullTextRanker(database),
+                    stores.full_text,
                     data,
                     k=args.k,
                     on_question=lambda: bar.update(),
@@ -115,19 +109,19 @@ def _check(args: argparse.Namespace) -> int:
                 document = _document(table, model.identity.id, args.threshold, passed)
                 if precision is not None:
                     document["precision"] = _precision_document(precision)
-                _record(database, model.identity.id, table, precision, args.threshold, passed)
+                audit = stores.audit_trail()
+                _record(audit, model.identity.id, table, precision, args.threshold, passed)
             finally:
                 model.save()
                 bar.close()
-                database.close()
     finally:
-        registry.close()
+        wiring.close()
     emit(document)
     return 0 if passed else EXIT_BELOW_THRESHOLD
 
 
 def _record(
-    database: Database,
+    audit: AuditTrail,
     model: str,
     table: RecallTable,
     precision: PrecisionReport | None,
@@ -137,9 +131,7 @@ def _record(
     """The result as a `model.checked` audit event (figures only, never text): what /healthz
     and the console show for the active model (ADR 0114)."""
     from memory.entrypoints.operator import cli_actor
-    from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 
-    database.migrate()
     figures = {
         "passed": passed,
         "threshold": threshold,
@@ -160,7 +152,7 @@ def _record(
             "empty_share_by_relevance": round(precision.relevance.empty_share, 3),
         },
     }
-    PostgresAuditTrail(database).record(
+    audit.record(
         cli_actor(),
         Action.MODEL_CHECKED,
         lambda: (None, AuditedChange(target=model, before=None, after=figures)),

@@ -17,6 +17,7 @@ from memory.application.errors import DatabaseUnavailable
 from memory.domain.errors import InvalidInput
 from memory.entrypoints import cli_output
 from memory.entrypoints.cli_arguments import check_arguments, command_arguments, refusal
+from memory.entrypoints.cli_refusal import CommandRefused
 from memory.entrypoints.database_url import HomeHasNoDatabase
 from memory.entrypoints.logging_setup import configure_logging
 from memory.infrastructure import build_info, tracing
@@ -228,6 +229,9 @@ def _run(args: argparse.Namespace) -> int:
     except (HomeHasNoDatabase, DatabaseMisconfigured, DatabaseUnavailable) as exc:
         cli_output.error(str(exc))
         return 2
+    except CommandRefused as exc:
+        cli_output.error(exc.message)
+        return exc.exit_status
 
 
 if __name__ == "__main__":

@@ -15,9 +15,9 @@ from tqdm import tqdm
 from memory.application.history.service import HistoryService
 from memory.application.history.sweep import PartitionReport
 from memory.domain.audit.admin_action import Actor
-from memory.domain.errors import DomainError, InvalidInput
 from memory.domain.history.partition_listing import PARTITION_PAGE_DEFAULT, PARTITION_PAGE_MAX
-from memory.entrypoints.cli_output import emit, error, wants_json
+from memory.entrypoints.cli_output import emit, wants_json
+from memory.entrypoints.cli_refusal import refusals
 from memory.entrypoints.operator import cli_actor
 from memory.infrastructure.settings import Settings
 
@@ -138,13 +138,8 @@ def _purge(args: argparse.Namespace) -> int:
 
 def _drop_model(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
-        try:
+        with refusals(2):
             report = history.drop_model(args.model, actor=cli_actor())
-        except InvalidInput:
-            raise  # `memory` names the argument
-        except DomainError as exc:
-            error(exc.message)
-            return 2
         _print(
             {
                 "model": report.model,
@@ -157,16 +152,11 @@ def _drop_model(args: argparse.Namespace) -> int:
 
 def _retention(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
-        try:
+        with refusals(2):
             if args.days is not None:
                 found = history.set_retention(args.org_id, args.days, actor=cli_actor())
             else:
                 found = history.retention(args.org_id)
-        except InvalidInput:
-            raise  # `memory` names the argument
-        except DomainError as exc:
-            error(exc.message)
-            return 2
         _print({"org_id": found.org_id, "days": found.days, "default": found.is_default})
     return 0
 
@@ -207,13 +197,8 @@ def _status(args: argparse.Namespace) -> int:
 
 def _orgs(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
-        try:
+        with refusals(2):
             page = history.orgs(limit=args.limit, prefix=args.prefix, cursor=args.cursor)
-        except InvalidInput:
-            raise  # `memory` names the argument
-        except DomainError as exc:
-            error(exc.message)
-            return 2
         if wants_json():
             _print({"orgs": page.orgs, "next_cursor": page.next_cursor})
             return 0

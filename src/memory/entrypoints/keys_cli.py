@@ -12,45 +12,38 @@ from typing import Any
 
 from memory.domain.access.api_key import MAX_KEY_LIFETIME_DAYS
 from memory.domain.access.scopes import Scope
-from memory.domain.errors import DomainError, InvalidInput
-from memory.entrypoints.cli_output import emit, error
+from memory.entrypoints.cli_output import emit
+from memory.entrypoints.cli_refusal import refusals
 from memory.infrastructure.settings import Settings
 
 
 def _run(args: argparse.Namespace) -> int:
-    from memory.contract.responses import ApiKeysBody
     from memory.entrypoints.bootstrap import opened
-    from memory.entrypoints.http.access_routes import key_body, new_key_body
-    from memory.entrypoints.http.answer import wire
     from memory.entrypoints.operator import cli_operator
+    from memory.entrypoints.presenters.access import key_body, keys_body, new_key_body
+    from memory.entrypoints.presenters.wire import wire
 
     settings: Settings = args.settings
     # An operator command: a home without a cluster is the wrong home, not a new one.
-    with opened(settings, contexts=(), create_home=False) as services:
-        try:
-            if args.keys_command == "create":
-                created = services.access.create(
-                    cli_operator(),
-                    args.name,
-                    args.org_id,
-                    args.scope,
-                    expires_at=args.expires_at,
-                    expires_in_days=args.expires_in_days,
-                )
-                emit(
-                    wire(new_key_body(created.key, created.secret)),
-                    title="API key created; its secret is shown this once:",
-                )
-            elif args.keys_command == "list":
-                found = services.access.keys(cli_operator(), created_by=args.created_by)
-                emit(wire(ApiKeysBody(keys=[key_body(k) for k in found])))
-            else:
-                emit(wire(key_body(services.access.revoke(cli_operator(), args.key_id))))
-        except InvalidInput:
-            raise  # `memory` names the argument
-        except DomainError as exc:
-            error(exc.message)
-            return 1
+    with opened(settings, contexts=(), create_home=False) as services, refusals(1):
+        if args.keys_command == "create":
+            created = services.access.create(
+                cli_operator(),
+                args.name,
+                args.org_id,
+                args.scope,
+                expires_at=args.expires_at,
+                expires_in_days=args.expires_in_days,
+            )
+            emit(
+                wire(new_key_body(created.key, created.secret)),
+                title="API key created; its secret is shown this once:",
+            )
+        elif args.keys_command == "list":
+            found = services.access.keys(cli_operator(), created_by=args.created_by)
+            emit(wire(keys_body(found)))
+        else:
+            emit(wire(key_body(services.access.revoke(cli_operator(), args.key_id))))
     return 0
 
 

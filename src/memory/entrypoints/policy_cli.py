@@ -27,8 +27,8 @@ from typing import Any
 
 from memory.application.policy.ports import ProjectorFailed
 from memory.application.policy.service import PolicyService
-from memory.domain.errors import DomainError, InvalidInput
 from memory.entrypoints.cli_output import emit, error, wants_json
+from memory.entrypoints.cli_refusal import refusals
 from memory.entrypoints.operator import cli_actor
 from memory.infrastructure.settings import Settings
 
@@ -135,33 +135,29 @@ def _reembed(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     settings: Settings = args.settings
-    try:
-        with _policies(settings) as policies:
-            model_id = policies.stored_model_id(args.model)
-            bar = tqdm(desc=f"reembed {model_id}", unit="event", file=sys.stderr)
+    with refusals(2):
+        try:
+            with _policies(settings) as policies:
+                model_id = policies.stored_model_id(args.model)
+                bar = tqdm(desc=f"reembed {model_id}", unit="event", file=sys.stderr)
 
-            def progress(position: int | None, head: int | None) -> None:
-                bar.total = head or 0
-                bar.n = min(position or 0, bar.total)
-                bar.refresh()
+                def progress(position: int | None, head: int | None) -> None:
+                    bar.total = head or 0
+                    bar.n = min(position or 0, bar.total)
+                    bar.refresh()
 
-            try:
-                report = policies.reembed(
-                    args.model, actor=cli_actor(), rebuild=args.rebuild, on_progress=progress
-                )
-            finally:
-                bar.close()
-    except ProjectorFailed as exc:
-        error(f"{exc}\nrun the same command again to resume")
-        return 1
-    except InvalidInput:
-        raise  # `memory` names the argument
-    except DomainError as exc:
-        error(exc.message)
-        return 2
-    except KeyboardInterrupt:
-        error("interrupted; run the same command again to resume")
-        return 130
+                try:
+                    report = policies.reembed(
+                        args.model, actor=cli_actor(), rebuild=args.rebuild, on_progress=progress
+                    )
+                finally:
+                    bar.close()
+        except ProjectorFailed as exc:
+            error(f"{exc}\nrun the same command again to resume")
+            return 1
+        except KeyboardInterrupt:
+            error("interrupted; run the same command again to resume")
+            return 130
     emit(
         {
             "model": report.model,
@@ -180,14 +176,8 @@ def _reembed(args: argparse.Namespace) -> int:
 
 
 def _drop_model(args: argparse.Namespace) -> int:
-    with _policies(args.settings) as policies:
-        try:
-            model_id, deleted = policies.drop_model(args.model, actor=cli_actor())
-        except InvalidInput:
-            raise  # `memory` names the argument
-        except DomainError as exc:
-            error(exc.message)
-            return 2
+    with _policies(args.settings) as policies, refusals(2):
+        model_id, deleted = policies.drop_model(args.model, actor=cli_actor())
     emit(
         {"model": model_id, "rows_deleted": deleted},
         title=f"{model_id}: dropped {deleted} rows, its index and its projection position",
@@ -221,33 +211,21 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _get(args: argparse.Namespace) -> int:
-    from memory.entrypoints.http.answer import wire
-    from memory.entrypoints.http.policy_routes import policy_body
+    from memory.entrypoints.presenters.policy import policy_body
+    from memory.entrypoints.presenters.wire import wire
 
-    with _policies(args.settings) as policies:
-        try:
-            policy = policies.get(args.policy_id, namespace=args.namespace)
-        except InvalidInput:
-            raise  # `memory` names the argument
-        except DomainError as exc:
-            error(exc.message)
-            return 1
+    with _policies(args.settings) as policies, refusals(1):
+        policy = policies.get(args.policy_id, namespace=args.namespace)
     emit(wire(policy_body(policy)), title=f"policy {policy.policy_id}, version {policy.version}")
     return 0
 
 
 def _versions(args: argparse.Namespace) -> int:
-    from memory.entrypoints.http.answer import wire
-    from memory.entrypoints.http.policy_routes import versions_body
+    from memory.entrypoints.presenters.policy import versions_body
+    from memory.entrypoints.presenters.wire import wire
 
-    with _policies(args.settings) as policies:
-        try:
-            history = policies.versions(args.policy_id, namespace=args.namespace)
-        except InvalidInput:
-            raise  # `memory` names the argument
-        except DomainError as exc:
-            error(exc.message)
-            return 1
+    with _policies(args.settings) as policies, refusals(1):
+        history = policies.versions(args.policy_id, namespace=args.namespace)
     if wants_json():
         emit(wire(versions_body(args.policy_id, history)))
         return 0
@@ -269,28 +247,20 @@ def _versions(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from memory.contract.responses import PolicyPageBody
-    from memory.entrypoints.http.answer import wire
-    from memory.entrypoints.http.policy_routes import policy_body
+    from memory.entrypoints.presenters.policy import policy_page_body
+    from memory.entrypoints.presenters.wire import wire
 
-    with _policies(args.settings) as policies:
-        try:
-            page = policies.list_policies(
-                limit=args.limit,
-                cursor=args.cursor,
-                source=args.source,
-                tag=args.tag,
-                updated_since=args.updated_since,
-                namespace=args.namespace,
-            )
-        except InvalidInput:
-            raise  # `memory` names the argument
-        except DomainError as exc:
-            error(exc.message)
-            return 1
+    with _policies(args.settings) as policies, refusals(1):
+        page = policies.list_policies(
+            limit=args.limit,
+            cursor=args.cursor,
+            source=args.source,
+            tag=args.tag,
+            updated_since=args.updated_since,
+            namespace=args.namespace,
+        )
     if wants_json():
-        listed = [policy_body(p) for p in page.policies]
-        emit(wire(PolicyPageBody(policies=listed, next_cursor=page.next_cursor)))
+        emit(wire(policy_page_body(page)))
         return 0
     rows = [
         {
@@ -311,14 +281,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    with _policies(args.settings) as policies:
-        try:
-            projected = policies.delete(args.policy_id, actor=cli_actor(), namespace=args.namespace)
-        except InvalidInput:
-            raise  # `memory` names the argument
-        except DomainError as exc:
-            error(exc.message)
-            return 1
+    with _policies(args.settings) as policies, refusals(1):
+        projected = policies.delete(args.policy_id, actor=cli_actor(), namespace=args.namespace)
     emit(
         {"policy_id": args.policy_id, "deleted": True, "search_updated": projected},
         title=f"policy {args.policy_id} deleted"

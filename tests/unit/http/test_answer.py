@@ -15,7 +15,8 @@ from memory.contract.responses import (
     OrgFlagBody,
     PolicyDocumentBody,
 )
-from memory.entrypoints.http.answer import AnswerResponse, render, wire
+from memory.entrypoints.http.answer import AnswerResponse
+from memory.entrypoints.presenters.wire import render, wire
 
 REF = UUID("2f1c3a52-0d5e-4c1b-9a51-9d0f1e2a3b4c")
 INSTANTS = [

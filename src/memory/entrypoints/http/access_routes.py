@@ -16,30 +16,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from memory.application.access.service import AccessService, OwnKey
-from memory.application.audit.ports import (
-    AuditEntry,
-    AuditPage,
-    AuditQuery,
-    AuditTrail,
-)
+from memory.application.access.service import AccessService
+from memory.application.audit.ports import AuditQuery, AuditTrail
 from memory.contract.access_requests import AuditParams, KeyPath, KeysParams, NewKeyBody
-from memory.contract.responses import (
-    ApiKeyBody,
-    ApiKeysBody,
-    AuditActorBody,
-    AuditEntryBody,
-    AuditPageBody,
-    NewApiKeyBody,
-    OwnApiKeyBody,
-)
-from memory.domain.access.api_key import ApiKey
-from memory.domain.access.scopes import Scope, sorted_scopes
+from memory.domain.access.scopes import Scope
 from memory.entrypoints.http.access import Access, AccessTable, api_key, permitted
 from memory.entrypoints.http.answer import AnswerResponse
 from memory.entrypoints.http.database_stall import watched
 from memory.entrypoints.http.openapi import OPERATIONS
 from memory.entrypoints.http.parsing import RequestChecks, parse_path, parse_query
+from memory.entrypoints.presenters.access import keys_body, new_key_body, own_key_body
+from memory.entrypoints.presenters.audit import audit_page_body
 
 ACCESS: AccessTable = {
     ("POST", "/v1/api-keys"): Access.any_org(Scope.ADMIN),
@@ -92,7 +79,7 @@ def access_routes(
         params = parse_query(request, KeysParams)
         caller = api_key(request.scope)
         found = await watched(lambda: keys.keys(caller, created_by=params.created_by))
-        return AnswerResponse(ApiKeysBody(keys=[key_body(k) for k in found]))
+        return AnswerResponse(keys_body(found))
 
     async def own(request: Request) -> Response:
         caller = api_key(request.scope)
@@ -128,56 +115,3 @@ def access_routes(
         Route("/v1/api-keys/{key_id}", revoke, methods=["DELETE"]),
         Route("/v1/audit", audit_log, methods=["GET"]),
     ]
-
-
-def key_body(key: ApiKey) -> ApiKeyBody:
-    return ApiKeyBody(
-        key_id=key.key_id,
-        name=key.name,
-        org_id=key.org_id,
-        scopes=sorted_scopes(key.scopes),
-        created_at=key.created_at,
-        last_used_at=key.last_used_at,
-        revoked_at=key.revoked_at,
-        expires_at=key.expires_at,
-        created_by=key.created_by,
-    )
-
-
-def new_key_body(key: ApiKey, secret: str) -> NewApiKeyBody:
-    """A key just created, with its secret (in this answer only)."""
-    return NewApiKeyBody(**dict(key_body(key)), secret=secret)
-
-
-def own_key_body(key: OwnKey, operations: list[str]) -> OwnApiKeyBody:
-    return OwnApiKeyBody(
-        key_id=key.key_id,
-        name=key.name,
-        source=key.source.value,
-        org_id=key.org_id,
-        scopes=sorted_scopes(key.scopes),
-        created_at=key.created_at,
-        expires_at=key.expires_at,
-        operations=operations,
-    )
-
-
-def audit_page_body(page: AuditPage) -> AuditPageBody:
-    """The answer of `GET /v1/audit` (also what bench/answers.py renders)."""
-    return AuditPageBody(
-        entries=[_entry_body(e) for e in page.entries],
-        next_cursor=None if page.next_before_id is None else str(page.next_before_id),
-    )
-
-
-def _entry_body(entry: AuditEntry) -> AuditEntryBody:
-    return AuditEntryBody(
-        id=str(entry.id),
-        recorded_at=entry.recorded_at,
-        actor=AuditActorBody(key_id=entry.actor.key_id, name=entry.actor.name),
-        action=entry.action,
-        org_id=entry.org_id,
-        target=entry.target,
-        before=entry.before,
-        after=entry.after,
-    )

@@ -1,7 +1,8 @@
 """HTTP API of the history context: ingest, search, the sweep, feature flags, retention.
 
 Handlers parse and validate at the edge (422 naming the field), call `HistoryService` in a
-worker thread (it does database and model I/O), and shape the JSON answer.
+worker thread (it does database and model I/O), and answer with the model its presenter
+(`memory.entrypoints.presenters.history`) makes of the result.
 """
 
 from __future__ import annotations
@@ -11,12 +12,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from memory.application.access.service import actor_of
-from memory.application.history.feature_flags import GlobalFlag, OrgFlag
-from memory.application.history.org_directory import OrgSummary
-from memory.application.history.ports import SweepTotals
-from memory.application.history.retention import Retention
 from memory.application.history.service import HistoryService
-from memory.application.history.sweep_status import PartitionStatus
 from memory.contract.history_requests import (
     ChatEventBody,
     EraseBody,
@@ -31,46 +27,9 @@ from memory.contract.history_requests import (
     SweepBody,
     SweepStatusParams,
 )
-from memory.contract.responses import (
-    ErasureBody,
-    FlagSourceBody,
-    GlobalFlagBody,
-    GlobalFlagsBody,
-    HistoryHitBody,
-    HistorySearchBody,
-    IngestReceiptBody,
-    LagBody,
-    LateCatchUpBody,
-    OrgDirectoryBody,
-    OrgErasureBody,
-    OrgFlagBody,
-    OrgFlagEntryBody,
-    OrgFlagsBody,
-    OrgRetentionBody,
-    OrgSummaryBody,
-    OrgSweepSummaryBody,
-    PartitionStatusBody,
-    PoisonEventBody,
-    PoisonWindowBody,
-    PositionBody,
-    PurgeBody,
-    RetentionBodyOut,
-    StallBody,
-    SweepReportBody,
-    SweepStatusBody,
-    SweepTotalsBody,
-    SweepWaitingBody,
-    WatermarkBody,
-)
 from memory.domain.access.scopes import Scope
 from memory.domain.audit.admin_action import Actor
-from memory.domain.history.feature_flags import FlagSource
-from memory.domain.history.position import SweepPosition
-from memory.domain.history.search import (
-    HistoryHit,
-    HistoryQuery,
-    HistorySearchResult,
-)
+from memory.domain.history.search import HistoryQuery
 from memory.entrypoints.http.access import Access, AccessTable, api_key, visible_orgs
 from memory.entrypoints.http.answer import AnswerResponse
 from memory.entrypoints.http.database_stall import watched
@@ -81,6 +40,7 @@ from memory.entrypoints.http.parsing import (
     validate,
     well_typed_items,
 )
+from memory.entrypoints.presenters import history as present
 
 ORG = "/v1/orgs/{org_id}"
 
@@ -130,12 +90,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         org_id = org.org_id
         events = [e.to_domain() for e in body.events]
         result = await watched(lambda: service.ingest(org_id, events))
-        return AnswerResponse(
-            IngestReceiptBody(
-                event_ids=result.event_ids, inserted=result.inserted, duplicates=result.duplicates
-            ),
-            201,
-        )
+        return AnswerResponse(present.ingest_receipt_body(result), 201)
 
     async def search(request: Request) -> Response:
         checks = RequestChecks()
@@ -159,7 +114,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
             min_relevance=params.min_relevance,
         )
         result = await watched(lambda: service.search(org_id, query))
-        return AnswerResponse(_search_body(result))
+        return AnswerResponse(present.search_body(result))
 
     async def list_orgs(request: Request) -> Response:
         params = parse_query(request, OrgListingParams)
@@ -169,11 +124,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
                 limit=params.limit, prefix=params.prefix, cursor=params.cursor, visible=visible
             )
         )
-        return AnswerResponse(
-            OrgDirectoryBody(
-                orgs=[_org_summary(o) for o in page.orgs], next_cursor=page.next_cursor
-            )
-        )
+        return AnswerResponse(present.org_directory_body(page))
 
     async def sweep(request: Request) -> Response:
         body = await parse_body(request, SweepBody, when_empty=SweepBody())
@@ -181,19 +132,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         report = await watched(
             lambda: service.sweep(body.org_id, trigger="api", wait_for_locks=True, actor=actor)
         )
-        return AnswerResponse(
-            SweepReportBody(
-                windows_embedded=report.windows_embedded,
-                windows_skipped=report.windows_skipped,
-                windows_poisoned=report.windows_poisoned,
-                windows_open=report.windows_open,
-                events_poisoned=report.events_poisoned,
-                partitions=report.partitions,
-                partitions_stalled=report.partitions_stalled,
-                partitions_busy=report.partitions_busy,
-                partitions_interrupted=report.partitions_interrupted,
-            )
-        )
+        return AnswerResponse(present.sweep_report_body(report))
 
     async def sweep_status(request: Request) -> Response:
         checks = RequestChecks()
@@ -205,24 +144,11 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         status = await watched(
             lambda: service.sweep_status(org_id, limit=params.limit, cursor=params.cursor)
         )
-        return AnswerResponse(
-            SweepStatusBody(
-                org_id=status.org_id,
-                model=status.model,
-                semantic_search=status.semantic_search,
-                totals=_sweep_totals(status.totals),
-                waiting=SweepWaitingBody(
-                    partitions=status.backlog.partitions,
-                    oldest_age_seconds=status.backlog.oldest_age_seconds,
-                ),
-                partitions=[_partition_status(s) for s in status.partitions],
-                next_cursor=status.next_cursor,
-            )
-        )
+        return AnswerResponse(present.sweep_status_body(status))
 
     async def list_global_flags(request: Request) -> Response:
         flags = await watched(service.global_flags)
-        return AnswerResponse(GlobalFlagsBody(flags=[_global_flag(f) for f in flags]))
+        return AnswerResponse(present.global_flags_body(flags))
 
     async def global_flag(request: Request) -> Response:
         flag = _flag(request)
@@ -233,17 +159,13 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
             )
         else:
             found = await watched(lambda: service.global_flag(flag))
-        return AnswerResponse(_global_flag(found))
+        return AnswerResponse(present.global_flag_body(found))
 
     async def list_org_flags(request: Request) -> Response:
         org_id = _org(request)
         flags = await watched(lambda: service.org_flags(org_id))
         semantic = await watched(lambda: service.semantic_search(org_id))
-        return AnswerResponse(
-            OrgFlagsBody(
-                org_id=org_id, flags=[_org_flag(f) for f in flags], semantic_search=semantic
-            )
-        )
+        return AnswerResponse(present.org_flags_body(org_id, flags, semantic))
 
     async def org_flag(request: Request) -> Response:
         if request.method == "PUT":
@@ -264,7 +186,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         else:
             org_id, flag = _org(request), _flag(request)
             found = await watched(lambda: service.org_flag(org_id, flag))
-        return AnswerResponse(_org_flag_of(org_id, found))
+        return AnswerResponse(present.org_flag_body(org_id, found))
 
     async def retention(request: Request) -> Response:
         if request.method == "PUT":
@@ -280,7 +202,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         else:
             org_id = _org(request)
             found = await watched(lambda: service.retention(org_id))
-        return AnswerResponse(_retention(found))
+        return AnswerResponse(present.retention_body(found))
 
     async def erase_events(request: Request) -> Response:
         checks = RequestChecks()
@@ -297,39 +219,19 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
                 org_id, event_ids=body.event_ids, sender=body.sender, actor=actor
             )
         )
-        return AnswerResponse(
-            ErasureBody(
-                events_deleted=report.events_deleted, windows_deleted=report.windows_deleted
-            )
-        )
+        return AnswerResponse(present.erasure_body(report))
 
     async def erase_org(request: Request) -> Response:
         org_id = _org(request)
         actor = _actor(request)
         report = await watched(lambda: service.erase_org(org_id, actor=actor))
-        return AnswerResponse(
-            OrgErasureBody(
-                org_id=report.org_id,
-                events_deleted=report.events_deleted,
-                windows_deleted=report.windows_deleted,
-                partitions_deleted=report.partitions_deleted,
-                watermarks_closed=report.watermarks_closed,
-                flags_deleted=report.flags_deleted,
-                retention_deleted=report.retention_deleted,
-            )
-        )
+        return AnswerResponse(present.org_erasure_body(report))
 
     async def purge(request: Request) -> Response:
         body = await parse_body(request, SweepBody, when_empty=SweepBody())
         actor = _actor(request)
         report = await watched(lambda: service.purge(body.org_id, actor=actor))
-        return AnswerResponse(
-            PurgeBody(
-                orgs=report.orgs,
-                events_deleted=report.events_deleted,
-                embeddings_deleted=report.embeddings_deleted,
-            )
-        )
+        return AnswerResponse(present.purge_body(report))
 
     org = ORG
     return [
@@ -360,164 +262,3 @@ def _org(request: Request) -> str:
 
 def _flag(request: Request) -> str:
     return validate(FlagPath, {"flag": request.path_params["flag"]}).flag
-
-
-def _position(position: SweepPosition | None) -> PositionBody | None:
-    if position is None:
-        return None
-    return PositionBody(occurred_at=position.occurred_at, event_id=position.event_id)
-
-
-def _flag_source(source: FlagSource) -> FlagSourceBody:
-    return FlagSourceBody(flag=source.flag, layer=source.layer, default=source.default)
-
-
-def _search_body(result: HistorySearchResult) -> HistorySearchBody:
-    return HistorySearchBody(
-        results=[_hit(h) for h in result.hits],
-        semantic=result.semantic.value,
-        org_known=result.org_known,
-        model=result.model,
-        semantic_off_by=(
-            None if result.semantic_off_by is None else _flag_source(result.semantic_off_by)
-        ),
-        pending_windows=result.pending_windows,
-    )
-
-
-def _hit(hit: HistoryHit) -> HistoryHitBody:
-    return HistoryHitBody(
-        event_id=hit.event_id,
-        provider=hit.provider,
-        channel_id=hit.channel_id,
-        sender=hit.sender,
-        text=hit.text,
-        occurred_at=hit.occurred_at,
-        matched_by=hit.matched_by.value,
-        similarity=None if hit.similarity is None else round(hit.similarity, 6),
-        relevance=None if hit.relevance is None else round(hit.relevance, 4),
-        window_id=hit.window_id,
-    )
-
-
-def _sweep_totals(totals: SweepTotals) -> SweepTotalsBody:
-    return SweepTotalsBody(
-        partitions=totals.partitions,
-        messages=totals.messages,
-        partitions_swept=totals.partitions_swept,
-        windows_embedded=totals.windows_embedded,
-        open_windows=totals.open_windows,
-        poison_windows=totals.poison_windows,
-        poison_events=totals.poison_events,
-        partitions_stalled=totals.partitions_stalled,
-        last_swept_at=totals.last_swept_at,
-        last_embedded_at=totals.last_embedded_at,
-    )
-
-
-def _partition_status(status: PartitionStatus) -> PartitionStatusBody:
-    mark = status.mark
-    late = None
-    if mark.late is not None:
-        late = LateCatchUpBody(
-            horizon_seq=mark.late.horizon_seq, cursor=_position(mark.late.cursor)
-        )
-    return PartitionStatusBody(
-        provider=status.partition.provider,
-        channel_id=status.partition.channel_id,
-        model=status.model,
-        watermark=WatermarkBody(
-            position=_position(mark.position), seen_seq=mark.seen_seq, late_catch_up=late
-        ),
-        lag=LagBody(
-            events=status.lag_events,
-            oldest_closed_window_age_seconds=status.oldest_closed_window_age_seconds,
-        ),
-        open_windows=status.open_windows,
-        windows_embedded=status.windows_embedded,
-        windows_skipped=status.windows_skipped,
-        poison_windows=[
-            PoisonWindowBody(
-                window_id=p.window_id,
-                first=_position(p.first),
-                last=_position(p.last),
-                message_count=p.message_count,
-                reason=p.reason,
-                recorded_at=p.recorded_at,
-            )
-            for p in status.poison_windows
-        ],
-        poison_events=[
-            PoisonEventBody(
-                event_id=p.event_id,
-                occurred_at=p.occurred_at,
-                reason=p.reason,
-                recorded_at=p.recorded_at,
-            )
-            for p in status.poison_events
-        ],
-        stalled=status.stalled,
-        last_stall=(
-            StallBody(reason=status.last_stall_reason, at=status.last_stall_at)
-            if status.last_stall_reason is not None
-            else None
-        ),
-        last_advanced_at=status.last_advanced_at,
-    )
-
-
-def _org_summary(org: OrgSummary) -> OrgSummaryBody:
-    return OrgSummaryBody(
-        org_id=org.org_id,
-        semantic_search=org.semantic_search,
-        semantic_search_by=_flag_source(org.semantic_search_by),
-        retention=OrgRetentionBody(days=org.retention_days, default=org.retention_default),
-        partitions=org.partitions,
-        messages=org.messages,
-        sweep=OrgSweepSummaryBody(
-            open_windows=org.open_windows,
-            poison_windows=org.poison_windows,
-            poison_events=org.poison_events,
-            max_lag_seconds=(
-                None if org.max_lag_seconds is None else round(org.max_lag_seconds, 3)
-            ),
-            last_embedded_at=org.last_embedded_at,
-            last_swept_at=org.last_swept_at,
-        ),
-    )
-
-
-def _global_flag(flag: GlobalFlag) -> GlobalFlagBody:
-    return GlobalFlagBody(
-        flag=flag.flag, enabled=flag.enabled, default=flag.default, set=flag.is_set
-    )
-
-
-def _org_flag(flag: OrgFlag) -> OrgFlagEntryBody:
-    # `global` is a Python keyword: the field is `global_`, on the wire by its alias.
-    return OrgFlagEntryBody.model_validate(
-        {
-            "flag": flag.flag,
-            "global": flag.global_enabled,
-            "org": flag.org_override,
-            "effective": flag.effective,
-        }
-    )
-
-
-def _org_flag_of(org_id: str, flag: OrgFlag) -> OrgFlagBody:
-    return OrgFlagBody.model_validate(
-        {
-            "org_id": org_id,
-            "flag": flag.flag,
-            "global": flag.global_enabled,
-            "org": flag.org_override,
-            "effective": flag.effective,
-        }
-    )
-
-
-def _retention(retention: Retention) -> RetentionBodyOut:
-    return RetentionBodyOut(
-        org_id=retention.org_id, days=retention.days, default=retention.is_default
-    )

@@ -30,7 +30,6 @@ from starlette.routing import BaseRoute, Route
 
 from memory.application.access.service import actor_of
 from memory.application.errors import DeadlineExceeded
-from memory.application.policy.commands import StoreReceipt
 from memory.application.policy.queries import SearchAnswer
 from memory.application.policy.reach import Reach
 from memory.application.policy.service import PolicyService
@@ -44,25 +43,13 @@ from memory.contract.policy_requests import (
     StoreBody,
     UpdateBody,
 )
-from memory.contract.responses import (
-    PolicyActorBody,
-    PolicyDocumentBody,
-    PolicyPageBody,
-    PolicySearchBody,
-    PolicyVersionBody,
-    PolicyVersionsBody,
-    SearchResultBody,
-    StoredPolicyBody,
-    StoreReceiptBody,
-)
 from memory.domain.access.scopes import Scope
-from memory.domain.policy.listing import StoredPolicy
-from memory.domain.policy.search import PolicyDocument, SimilarityResult
-from memory.domain.policy.versions import PolicyVersion
+from memory.domain.policy.search import PolicyDocument
 from memory.entrypoints.http.access import Access, AccessTable, api_key
 from memory.entrypoints.http.answer import AnswerResponse
 from memory.entrypoints.http.database_stall import watched
 from memory.entrypoints.http.parsing import RequestChecks, parse_path, parse_query
+from memory.entrypoints.presenters import policy as present
 
 T = TypeVar("T")
 
@@ -89,7 +76,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
         checks.raise_any()
         assert body is not None and where is not None
         key = api_key(request.scope)
-        receipt: StoreReceipt = await watched(
+        receipt = await watched(
             lambda: service.store(
                 body.policy_id,
                 body.content,
@@ -100,7 +87,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
             )
         )
         return AnswerResponse(
-            _receipt_body(receipt),
+            present.receipt_body(receipt),
             201,
             headers={"Location": f"/v1/embeddings/{receipt.embedding_ref}"},
         )
@@ -114,7 +101,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
         checks.raise_any()
         assert body is not None and where is not None
         key = api_key(request.scope)
-        receipt: StoreReceipt = await watched(
+        receipt = await watched(
             lambda: service.update(
                 policy_id,
                 body.content,
@@ -124,14 +111,14 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
                 namespace=where.namespace,
             )
         )
-        return AnswerResponse(_receipt_body(receipt))
+        return AnswerResponse(present.receipt_body(receipt))
 
     async def get(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
         namespace = parse_query(request, NamespaceQuery).namespace
         reach = _reach(request)
         policy = await watched(lambda: service.get(policy_id, reach=reach, namespace=namespace))
-        return AnswerResponse(policy_body(policy))
+        return AnswerResponse(present.policy_body(policy))
 
     async def list_policies(request: Request) -> Response:
         checks = RequestChecks()
@@ -151,11 +138,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
                 namespace=listing.namespace,
             )
         )
-        return AnswerResponse(
-            PolicyPageBody(
-                policies=[policy_body(p) for p in page.policies], next_cursor=page.next_cursor
-            )
-        )
+        return AnswerResponse(present.policy_page_body(page))
 
     async def delete(request: Request) -> Response:
         policy_id = parse_path(request, PolicyPath).policy_id
@@ -175,7 +158,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
         history = await watched(
             lambda: service.versions(policy_id, reach=reach, namespace=namespace)
         )
-        return AnswerResponse(versions_body(policy_id, history))
+        return AnswerResponse(present.versions_body(policy_id, history))
 
     async def search(request: Request) -> Response:
         checks = RequestChecks()
@@ -201,7 +184,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
             ),
         )
         return AnswerResponse(
-            search_body(answer),
+            present.search_body(answer),
             headers={
                 "Server-Timing": (
                     f"embed;dur={answer.embed_seconds * 1000:.3f}, "
@@ -224,7 +207,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
                 namespace=lookup.namespace,
             ),
         )
-        return AnswerResponse(_document_body(document, lookup.origin == "search"))
+        return AnswerResponse(present.document_body(document, lookup.origin == "search"))
 
     return [
         Route("/v1/policies", store, methods=["POST"]),
@@ -252,103 +235,4 @@ async def _within(seconds: float, run: Callable[[], T]) -> T:
     raise DeadlineExceeded(
         f"search timed out after {seconds:g}s",
         details={"timeout_seconds": seconds, "stage": "request"},
-    )
-
-
-def _receipt_body(receipt: StoreReceipt) -> StoreReceiptBody:
-    return StoreReceiptBody(
-        policy_id=receipt.policy_id,
-        embedding_ref=receipt.embedding_ref,
-        version=receipt.version,
-        model=receipt.model,
-        dimensions=receipt.dimensions,
-        stored_at=receipt.stored_at,
-        searchable=receipt.searchable,
-        namespace=receipt.namespace.text,
-    )
-
-
-def versions_body(policy_id: str, history: list[PolicyVersion]) -> PolicyVersionsBody:
-    """A policy's versions as `GET .../versions` and `memory policies versions` show them."""
-    return PolicyVersionsBody(
-        policy_id=policy_id,
-        versions=[_version_body(v) for v in history],
-        namespace=history[0].namespace.text,
-    )
-
-
-def _version_body(version: PolicyVersion) -> PolicyVersionBody:
-    return PolicyVersionBody(
-        version=version.version,
-        embedding_ref=version.embedding_ref,
-        model=version.model,
-        content_sha256=version.content_sha256,
-        metadata=version.metadata.to_json(),
-        recorded_at=version.recorded_at,
-        change=version.change.value,
-        actor=(
-            None
-            if version.actor is None
-            else PolicyActorBody(key_id=version.actor.key_id, name=version.actor.name)
-        ),
-    )
-
-
-def policy_body(policy: StoredPolicy) -> StoredPolicyBody:
-    """A stored policy as `GET /v1/policies/{policy_id}` and `memory policies get` show it."""
-    return StoredPolicyBody(
-        policy_id=policy.policy_id,
-        embedding_ref=policy.embedding_ref,
-        version=policy.version,
-        model=policy.model,
-        title=policy.metadata.title,
-        source=policy.metadata.source,
-        tags=list(policy.metadata.tags),
-        metadata=policy.metadata.to_json(),
-        content=policy.content,
-        stored_at=policy.stored_at,
-        updated_at=policy.updated_at,
-        namespace=policy.namespace.text,
-    )
-
-
-def search_body(answer: SearchAnswer) -> PolicySearchBody:
-    """The answer of `POST /v1/policies/search` (also what bench/answers.py renders)."""
-    return PolicySearchBody(
-        results=[_result_body(r) for r in answer.results],
-        next_cursor=answer.next_cursor,
-        model=answer.model,
-        similarity_threshold=answer.threshold,
-        min_relevance=answer.min_relevance,
-    )
-
-
-def _result_body(result: SimilarityResult) -> SearchResultBody:
-    return SearchResultBody(
-        embedding_ref=result.embedding_ref,
-        policy_id=result.policy_id,
-        version=result.version,
-        similarity=result.similarity,
-        relevance=None if result.relevance is None else round(result.relevance, 4),
-        title=result.metadata.title,
-        source=result.metadata.source,
-        tags=list(result.metadata.tags),
-        metadata=result.metadata.to_json(),
-        timestamp=result.timestamp,
-        namespace=result.namespace.text,
-    )
-
-
-def _document_body(document: PolicyDocument, with_similarity: bool) -> PolicyDocumentBody:
-    return PolicyDocumentBody(
-        embedding_ref=document.embedding_ref,
-        policy_id=document.policy_id,
-        version=document.version,
-        title=document.metadata.title,
-        source=document.metadata.source,
-        content=document.content,
-        timestamp=document.timestamp,
-        metadata=document.metadata.to_json(),
-        similarity=document.similarity if with_similarity else None,
-        namespace=document.namespace.text,
     )
