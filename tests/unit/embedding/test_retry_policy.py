@@ -5,21 +5,12 @@ from __future__ import annotations
 import pytest
 
 from memory.infrastructure.embedding.model_server import (
-    ERROR_MESSAGE_CHARS,
-    PROBE_TIMEOUT,
-    RETRY_BASE_DELAY,
     RETRY_JITTER,
     RETRY_MAX_DELAY,
     Failure,
     RetryPolicy,
     classify_status,
 )
-
-
-def test_tuned_numbers() -> None:
-    assert (RETRY_BASE_DELAY, RETRY_MAX_DELAY, RETRY_JITTER) == (0.5, 8.0, 0.5)
-    assert PROBE_TIMEOUT == 2.0
-    assert ERROR_MESSAGE_CHARS == 200
 
 
 def test_delays_double_from_the_base_up_to_the_cap() -> None:

@@ -4,15 +4,9 @@ tests/model)."""
 from __future__ import annotations
 
 from memory.infrastructure.embedding.token_estimate import (
-    LETTERS_PER_TOKEN,
     SPECIAL_TOKENS,
     estimate_tokens,
 )
-
-
-def test_tuned_numbers() -> None:
-    assert LETTERS_PER_TOKEN == 3
-    assert SPECIAL_TOKENS == 2
 
 
 def test_empty_text_costs_the_special_tokens() -> None:

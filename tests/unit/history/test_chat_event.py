@@ -6,9 +6,6 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from memory.domain.history.chat_event import (
-    EMBEDDABLE_DECISIONS,
-    EVENT_TYPE_MESSAGE,
-    MAX_EVENTS_PER_REQUEST,
     ChatEvent,
     derive_event_id,
 )
@@ -21,12 +18,6 @@ EVENT = ChatEvent(
     text="boleh reset password?",
     occurred_at=datetime(2026, 3, 2, 9, 0, tzinfo=UTC),
 )
-
-
-def test_constants() -> None:
-    assert MAX_EVENTS_PER_REQUEST == 1000
-    assert EVENT_TYPE_MESSAGE == "message"
-    assert EMBEDDABLE_DECISIONS == ("received", "processed")
 
 
 def test_a_derived_id_is_the_same_on_retry() -> None:

@@ -5,7 +5,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory.domain.history.conversation import (
-    SESSION_GAP,
     WINDOW_MESSAGE_CAP,
     ChatMessage,
     TokenBudget,
@@ -24,11 +23,6 @@ def msg(i: int, minutes: float, text: str = "hello there", sender: str = "ali") 
 
 def at(minutes: float) -> datetime:
     return T0 + timedelta(minutes=minutes)
-
-
-def test_tuned_constants() -> None:
-    assert timedelta(minutes=30) == SESSION_GAP
-    assert WINDOW_MESSAGE_CAP == 15
 
 
 def test_a_gap_of_more_than_thirty_minutes_starts_a_new_window() -> None:

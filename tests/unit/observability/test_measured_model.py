@@ -4,53 +4,13 @@ it starts and once, with its numbers, when the model answers again."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 
 import pytest
 from prometheus_client import REGISTRY
+from tests.fakes import FakeModel
 
-from memory.application.embedding import InputRejected, ModelStatus, ModelUnavailable
-from memory.domain.embedding import EmbeddingVector, ModelIdentity
-from memory.infrastructure.embedding.hashing import HashEmbeddingModel
+from memory.application.embedding import InputRejected, ModelUnavailable
 from memory.infrastructure.embedding.measured import MeasuredModel
-
-
-class SwitchableModel:
-    """The edge: a model server that is up or down, or rejects inputs."""
-
-    def __init__(self, model_id: str) -> None:
-        self._inner = HashEmbeddingModel(8)
-        self._identity = ModelIdentity(model_id, 8)
-        self.down = False
-        self.reject = False
-
-    @property
-    def identity(self) -> ModelIdentity:
-        return self._identity
-
-    @property
-    def max_input_tokens(self) -> int:
-        return 512
-
-    def count_tokens(self, text: str) -> int:
-        return len(text)
-
-    def embed_documents(self, texts: Sequence[str]) -> list[EmbeddingVector]:
-        self._check()
-        return self._inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> EmbeddingVector:
-        self._check()
-        return self._inner.embed_query(text)
-
-    def status(self) -> ModelStatus:
-        return ModelStatus(self._identity.id, 8, not self.down)
-
-    def _check(self) -> None:
-        if self.down:
-            raise ModelUnavailable(self._identity.id, "connection refused")
-        if self.reject:
-            raise InputRejected(self._identity.id, "input rejected")
 
 
 def sample(name: str, **labels: str) -> float:
@@ -58,11 +18,11 @@ def sample(name: str, **labels: str) -> float:
 
 
 def test_latency_and_errors_are_counted_per_model_and_operation() -> None:
-    edge = SwitchableModel("fake:measured-a")
+    edge = FakeModel("fake:measured-a", 8)
     model = MeasuredModel(edge)
     model.embed_documents(["a", "b"])
     model.embed_query("c")
-    edge.reject = True
+    edge.failure = InputRejected("fake:measured-a", "input rejected")
     with pytest.raises(InputRejected):
         model.embed_documents(["d"])
     labels = {"model": "fake:measured-a"}
@@ -83,7 +43,7 @@ def test_latency_and_errors_are_counted_per_model_and_operation() -> None:
 def test_an_outage_logs_one_line_when_it_starts_and_one_when_it_ends(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    edge = SwitchableModel("fake:measured-b")
+    edge = FakeModel("fake:measured-b", 8)
     now = [100.0]
     model = MeasuredModel(edge, clock=lambda: now[0])
     caplog.set_level(logging.INFO, "memory.infrastructure.embedding.measured")

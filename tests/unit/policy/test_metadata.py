@@ -44,9 +44,23 @@ def test_canonical_text_ignores_key_order_and_round_trips() -> None:
     assert PolicyMetadata.from_canonical(a.canonical()) == a
 
 
-def test_limits_are_the_documented_ones() -> None:
-    assert (TITLE_MAX_CHARS, SOURCE_MAX_CHARS, TAG_MAX_CHARS, MAX_TAGS) == (500, 500, 100, 50)
-    assert METADATA_MAX_BYTES == 16_384
+def test_the_documented_limits_hold_at_their_boundaries() -> None:
+    """docs/policy.md promises these numbers to clients: 500-character title and source,
+    50 tags of at most 100 characters, 16 KiB in all."""
+    at_limit = {"title": "t" * 500, "source": "s" * 500, "tags": ["x" * 100, "a", "b"]}
+    assert PolicyMetadata.parse(at_limit).title == "t" * 500
+    assert len(PolicyMetadata.parse({"tags": [f"t{i}" for i in range(50)]}).tags) == 50
+    over = [
+        ({"title": "t" * 501}, "metadata.title"),
+        ({"source": "s" * 501}, "metadata.source"),
+        ({"tags": ["x" * 101]}, "metadata.tags.0"),
+        ({"tags": [f"t{i}" for i in range(51)]}, "metadata.tags"),
+        ({"blob": "x" * 16_384}, "metadata"),
+    ]
+    for data, field in over:
+        with pytest.raises(InvalidInput) as err:
+            PolicyMetadata.parse(data)
+        assert err.value.field == field
 
 
 @pytest.mark.parametrize(
