@@ -58,7 +58,7 @@ from memory.domain.errors import AlreadyExists, DomainError, InvalidInput, NotFo
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG
 from memory.domain.history.search import HistoryHit, HistoryQuery, HistorySearchResult
-from memory.domain.policy.search import PolicyDocument, SimilarityResult
+from memory.domain.policy.search import PolicyDocument, PolicySearch, SimilarityResult
 from memory.domain.policy.versions import PolicyVersion
 from memory.entrypoints.bootstrap import Services, opened
 from memory.entrypoints.warm_up import warm_up
@@ -95,6 +95,7 @@ __all__ = [
     "OrgSummary",
     "OrgSweepStatus",
     "PolicyDocument",
+    "PolicySearch",
     "PolicyService",
     "PolicyVersion",
     "ProjectionBusy",

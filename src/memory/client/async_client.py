@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, Unpack
 
 import anyio
 import httpx
@@ -25,6 +25,7 @@ from memory.client.calls import Call
 from memory.client.retry import RetryPolicy
 from memory.contract import responses as s
 from memory.contract.history_requests import ChatEventBody
+from memory.contract.policy_requests import SearchOptions
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -157,28 +158,12 @@ class AsyncMemoryClient:
         self,
         query: str,
         *,
-        similarity_threshold: float | None = None,
-        min_relevance: float | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        cursor: str | None = None,
-        max_results: int | None = None,
-        filter: Mapping[str, Any] | None = None,
         namespace: str | None = None,
+        **options: Unpack[SearchOptions],
     ) -> s.PolicySearchBody:
-        return await self._one(
-            lambda: calls.search_policies(
-                query,
-                similarity_threshold=similarity_threshold,
-                min_relevance=min_relevance,
-                limit=limit,
-                offset=offset,
-                cursor=cursor,
-                max_results=max_results,
-                filter=filter,
-                namespace=namespace,
-            )
-        )
+        """One page of a search: `options` are `SearchBody`'s (`similarity_threshold` or
+        `min_relevance`, `limit`, `offset` or `cursor`, `max_results`, `filter`)."""
+        return await self._one(lambda: calls.search_policies(query, namespace, options))
 
     async def iter_search_policies(
         self,

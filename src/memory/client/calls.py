@@ -122,27 +122,13 @@ def policy_versions(policy_id: str, namespace: str | None) -> Call[s.PolicyVersi
 
 
 def search_policies(
-    query: str,
-    *,
-    similarity_threshold: float | None,
-    min_relevance: float | None = None,
-    limit: int | None,
-    offset: int | None,
-    cursor: str | None,
-    max_results: int | None,
-    filter: Mapping[str, Any] | None,
-    namespace: str | None,
+    query: str, namespace: str | None, options: p.SearchOptions
 ) -> Call[s.PolicySearchBody]:
-    body = p.SearchBody(
-        query=query,
-        similarity_threshold=similarity_threshold,
-        min_relevance=min_relevance,
-        limit=limit,
-        offset=offset,
-        cursor=cursor,
-        max_results=max_results,
-        filter=None if filter is None else dict(filter),
-    )
+    search_filter = options.get("filter")
+    given: dict[str, Any] = {**options, "query": query}
+    if search_filter is not None:
+        given["filter"] = dict(search_filter)
+    body = p.SearchBody.model_validate(given)
     return Call(
         "POST",
         "/v1/policies/search",

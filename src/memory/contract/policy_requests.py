@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import Field
 
@@ -111,6 +112,20 @@ class SearchBody(StrictBody):
         default=None, description="The most results over all pages: 1 to `limit`."
     )
     filter: Filter = None
+
+
+class SearchOptions(TypedDict, total=False):
+    """`SearchBody` without its `query`: what the clients take as keyword arguments and
+    pass on whole (`search_policies(query, limit=5, ...)`), so that the search's options
+    are named here and in `SearchBody` only."""
+
+    similarity_threshold: float | None
+    min_relevance: float | None
+    limit: int | None
+    offset: int | None
+    cursor: str | None
+    max_results: int | None
+    filter: Mapping[str, Any] | None
 
 
 class PolicyListing(QueryParams):

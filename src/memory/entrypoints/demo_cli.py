@@ -18,6 +18,7 @@ from memory.domain.errors import AlreadyExists
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
 from memory.domain.history.search import HistoryQuery, MatchedBy
+from memory.domain.policy.search import PolicySearch
 from memory.entrypoints.admin_key import ADMIN_TOKEN_FILE
 from memory.entrypoints.bootstrap import Services
 from memory.entrypoints.cli_output import emit, wants_json
@@ -167,7 +168,9 @@ def _run(services: Services, data: DemoData, search: DemoSearch) -> dict[str, An
         semantic_state = answer.semantic.value
     else:
         found = services.policy.search(
-            search.query, similarity_threshold=DEMO_POLICY_THRESHOLD, limit=DEMO_RESULTS
+            PolicySearch(
+                search.query, similarity_threshold=DEMO_POLICY_THRESHOLD, limit=DEMO_RESULTS
+            )
         )
         langs = {p.policy_id: p.lang for p in data.policies}
         for result in found.results:

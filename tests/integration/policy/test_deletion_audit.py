@@ -14,6 +14,7 @@ from tests.fakes import TEST_ACTOR
 from memory.application.audit.ports import AuditEntry, AuditQuery
 from memory.domain.errors import NotFound
 from memory.domain.policy.policy_id import PolicyId
+from memory.domain.policy.search import PolicySearch
 from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.policy.projector import PolicyProjector
@@ -96,7 +97,7 @@ def test_a_failure_recording_the_deletion_leaves_the_policy_as_it_was(
     assert service.get("p").version == 1
     assert [v.change.value for v in service.versions("p")] == ["stored"]
     assert deletions(policy_db) == []
-    found = service.search(CONTENT, similarity_threshold=0.0)
+    found = service.search(PolicySearch(CONTENT, similarity_threshold=0.0))
     assert [r.policy_id for r in found.results] == ["p"]
     assert service.delete("p", actor=TEST_ACTOR) is True  # and it still can be deleted
     assert len(deletions(policy_db)) == 1

@@ -12,6 +12,7 @@ from tests.integration.policy.conftest import OTHER_MODEL, MakeRuntime, ReadRows
 
 from memory.application.policy.commands import NewPolicy
 from memory.domain.errors import InvalidInput, NotFound
+from memory.domain.policy.search import PolicySearch
 from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.policy.reembed import reembed
 from memory.infrastructure.postgres.database import Database
@@ -47,7 +48,7 @@ def test_a_deleted_policy_leaves_search_get_and_every_models_rows(
 
     assert "gone" not in read_rows("hash:384")
     assert "gone" not in read_rows(OTHER_MODEL)  # the idle model's rows too
-    answer = service.search("expense reports", similarity_threshold=0.0)
+    answer = service.search(PolicySearch("expense reports", similarity_threshold=0.0))
     assert [r.policy_id for r in answer.results] == ["kept"]
     with pytest.raises(NotFound, match="was deleted"):
         service.get("gone")
@@ -80,7 +81,7 @@ def test_storing_a_deleted_id_again_continues_its_versions_as_a_new_history(
     assert service.get("p").stored_at == again.stored_at  # an update keeps the history's start
     history = [(v.version, v.change.value) for v in service.versions("p")]
     assert history == [(1, "stored"), (2, "deleted"), (3, "stored"), (4, "metadata")]
-    hits = service.search("travel approval", similarity_threshold=0.0).results
+    hits = service.search(PolicySearch("travel approval", similarity_threshold=0.0)).results
     assert [(h.policy_id, h.version) for h in hits] == [("p", 4)]
     with pytest.raises(Exception, match="already exists"):
         service.store("p", "once more", actor=TEST_ACTOR)
@@ -118,7 +119,7 @@ def test_replays_after_a_deletion_never_bring_the_policy_back(
     assert set(read_rows("hash:384")) == {"p0", "p2", "p2-again"}
 
     swapped = make_runtime(model=test_model(OTHER_MODEL))
-    hits = swapped.service.search("policy number", similarity_threshold=0.0).results
+    hits = swapped.service.search(PolicySearch("policy number", similarity_threshold=0.0)).results
     assert "p1" not in {h.policy_id for h in hits}
 
 

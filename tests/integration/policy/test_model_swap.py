@@ -13,6 +13,7 @@ from memory.application.policy.commands import NewPolicy
 from memory.application.policy.ports import ProjectionBusy
 from memory.domain.errors import NotFound
 from memory.domain.policy.content import content_sha256
+from memory.domain.policy.search import PolicySearch
 from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.policy.indexes import has_hnsw_index
 from memory.infrastructure.policy.model_admin import PolicyModelAdmin
@@ -84,7 +85,9 @@ def test_every_read_filters_by_the_active_model(
         conn.execute("DELETE FROM policy_embeddings WHERE model = 'hash:384' AND policy_id = 'p4'")
     for mode in ("hnsw", "exact"):
         runtime.read_model.mode = mode  # type: ignore[attr-defined]
-        answer = runtime.service.search("policy four", similarity_threshold=0.0, limit=200)
+        answer = runtime.service.search(
+            PolicySearch("policy four", similarity_threshold=0.0, limit=200)
+        )
         assert "p4" not in {r.policy_id for r in answer.results}
         assert len(answer.results) == 5
     receipt_ref = runtime.service.versions("p4")[0].embedding_ref
@@ -92,7 +95,9 @@ def test_every_read_filters_by_the_active_model(
         runtime.service.get_by_embedding(str(receipt_ref))
 
     other_runtime = make_runtime(model=test_model(OTHER_MODEL))
-    answer = other_runtime.service.search("policy four", similarity_threshold=0.0, limit=200)
+    answer = other_runtime.service.search(
+        PolicySearch("policy four", similarity_threshold=0.0, limit=200)
+    )
     assert answer.model == OTHER_MODEL
     assert answer.results[0].policy_id == "p4"
     assert other_runtime.service.get_by_embedding(str(receipt_ref)).policy_id == "p4"

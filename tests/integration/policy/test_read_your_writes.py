@@ -7,6 +7,7 @@ from typing import Any
 from tests.fakes import TEST_ACTOR
 from tests.integration.policy.conftest import MakeRuntime, StartProjector
 
+from memory.domain.policy.search import PolicySearch
 from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.postgres.database import Database
 
@@ -16,7 +17,7 @@ def test_a_search_right_after_a_store_finds_the_policy(runtime: PolicyRuntime) -
         text = f"policy number {i} about topic{i} and subject{i}"
         receipt = runtime.service.store(f"p{i}", text, {"title": f"T{i}"}, actor=TEST_ACTOR)
         assert receipt.searchable
-        answer = runtime.service.search(text, similarity_threshold=0.99, limit=1)
+        answer = runtime.service.search(PolicySearch(text, similarity_threshold=0.99, limit=1))
         assert [r.policy_id for r in answer.results] == [f"p{i}"]
         assert answer.results[0].embedding_ref == receipt.embedding_ref
 
@@ -32,7 +33,9 @@ def test_an_update_is_visible_to_the_next_read(runtime: PolicyRuntime) -> None:
     document = runtime.service.get_by_embedding(str(first.embedding_ref))
     assert (document.version, document.content) == (2, "entirely different new phrasing")
     assert document.metadata.title == "New"
-    answer = runtime.service.search("entirely different new phrasing", similarity_threshold=0.99)
+    answer = runtime.service.search(
+        PolicySearch("entirely different new phrasing", similarity_threshold=0.99)
+    )
     assert [(r.policy_id, r.version) for r in answer.results] == [("p1", 2)]
 
 

@@ -15,7 +15,7 @@ from tests.integration.policy.conftest import MakeRuntime, StartProjector
 from memory.application.errors import DeadlineExceeded
 from memory.application.policy.commands import NewPolicy
 from memory.domain.errors import InvalidInput
-from memory.domain.policy.search import SimilarityResult
+from memory.domain.policy.search import PolicySearch, SimilarityResult
 from memory.domain.relevance import ScriptGroup, relevances
 from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.policy.model_objects import ModelObjects
@@ -61,7 +61,7 @@ def corpus(
 
 
 def all_results(runtime: PolicyRuntime, **kwargs: Any) -> list[SimilarityResult]:
-    return runtime.service.search(QUERY, limit=200, **kwargs).results
+    return runtime.service.search(PolicySearch(QUERY, limit=200, **kwargs)).results
 
 
 def set_mode(runtime: PolicyRuntime, mode: str) -> None:
@@ -80,7 +80,7 @@ def test_results_are_ranked_thresholded_and_ties_ordered_by_reference(
     keys = [(-r.similarity, str(r.embedding_ref)) for r in results]
     assert keys == sorted(keys)
     duplicates = runtime.service.search(
-        "duplicate travel text", similarity_threshold=0.99, limit=10
+        PolicySearch("duplicate travel text", similarity_threshold=0.99, limit=10)
     ).results
     assert [r.policy_id for r in duplicates] == sorted(
         ["dup-a", "dup-b"], key=lambda p: str(_ref(runtime, p))
@@ -111,7 +111,9 @@ def test_cursor_pages_walk_the_whole_list_without_gaps_or_repeats(
     assert len(everything) > 20
     walked, cursor, pages = [], None, 0
     while True:
-        answer = runtime.service.search(QUERY, similarity_threshold=0.1, limit=7, cursor=cursor)
+        answer = runtime.service.search(
+            PolicySearch(QUERY, similarity_threshold=0.1, limit=7, cursor=cursor)
+        )
         walked += [r.embedding_ref for r in answer.results]
         pages += 1
         cursor = answer.next_cursor
@@ -126,25 +128,33 @@ def test_offset_pages_are_slices_of_the_ranking_and_max_results_caps(
 ) -> None:
     runtime, _ = corpus
     everything = [r.policy_id for r in all_results(runtime, similarity_threshold=0.1)]
-    page = runtime.service.search(QUERY, similarity_threshold=0.1, limit=5, offset=10)
+    page = runtime.service.search(PolicySearch(QUERY, similarity_threshold=0.1, limit=5, offset=10))
     assert [r.policy_id for r in page.results] == everything[10:15]
-    capped = runtime.service.search(QUERY, similarity_threshold=0.1, limit=10, max_results=3)
+    capped = runtime.service.search(
+        PolicySearch(QUERY, similarity_threshold=0.1, limit=10, max_results=3)
+    )
     assert [r.policy_id for r in capped.results] == everything[:3]
     assert capped.next_cursor is not None
     follow = runtime.service.search(
-        QUERY, similarity_threshold=0.1, limit=10, max_results=3, cursor=capped.next_cursor
+        PolicySearch(
+            QUERY, similarity_threshold=0.1, limit=10, max_results=3, cursor=capped.next_cursor
+        )
     )
     assert [r.policy_id for r in follow.results] == everything[3:6]
 
 
 def test_a_cursor_only_continues_its_own_search(corpus: tuple[PolicyRuntime, datetime]) -> None:
     runtime, _ = corpus
-    answer = runtime.service.search(QUERY, similarity_threshold=0.1, limit=3)
+    answer = runtime.service.search(PolicySearch(QUERY, similarity_threshold=0.1, limit=3))
     assert answer.next_cursor is not None
     with pytest.raises(InvalidInput, match="different search"):
-        runtime.service.search("another query", similarity_threshold=0.1, cursor=answer.next_cursor)
+        runtime.service.search(
+            PolicySearch("another query", similarity_threshold=0.1, cursor=answer.next_cursor)
+        )
     with pytest.raises(InvalidInput, match="different search"):
-        runtime.service.search(QUERY, similarity_threshold=0.2, cursor=answer.next_cursor)
+        runtime.service.search(
+            PolicySearch(QUERY, similarity_threshold=0.2, cursor=answer.next_cursor)
+        )
 
 
 @pytest.mark.parametrize("mode", ["hnsw", "exact"])
@@ -272,19 +282,21 @@ def test_results_carry_relevance_and_min_relevance_is_the_alternative_threshold(
     for result, expected in zip(everything, rel, strict=True):
         assert result.relevance == pytest.approx(expected, abs=1e-6)
     floor = sorted(r.relevance or 0.0 for r in everything)[-10]
-    answer = runtime.service.search(QUERY, limit=200, min_relevance=floor)
+    answer = runtime.service.search(PolicySearch(QUERY, limit=200, min_relevance=floor))
     # Asked alone, min_relevance replaces the model's default threshold.
     assert answer.threshold == 0.0 and answer.min_relevance == floor
     assert [r.policy_id for r in answer.results] == [
         r.policy_id for r in everything if (r.relevance or 0.0) >= floor - 1e-9
     ]
     # Pages of a min_relevance search walk the same list.
-    first = runtime.service.search(QUERY, limit=4, min_relevance=floor)
-    second = runtime.service.search(QUERY, limit=4, min_relevance=floor, cursor=first.next_cursor)
+    first = runtime.service.search(PolicySearch(QUERY, limit=4, min_relevance=floor))
+    second = runtime.service.search(
+        PolicySearch(QUERY, limit=4, min_relevance=floor, cursor=first.next_cursor)
+    )
     assert [r.policy_id for r in first.results + second.results] == [
         r.policy_id for r in answer.results[:8]
     ]
     for bad in (-0.5, 11.0, float("nan")):
         with pytest.raises(InvalidInput) as raised:
-            runtime.service.search(QUERY, min_relevance=bad)
+            runtime.service.search(PolicySearch(QUERY, min_relevance=bad))
         assert raised.value.field == "min_relevance"

@@ -15,6 +15,7 @@ from memory.domain.active_model import ActiveModelDrop
 from memory.domain.audit.admin_action import Actor
 from memory.domain.errors import AlreadyExists, NotFound
 from memory.domain.policy.cursor import CursorCodec
+from memory.domain.policy.search import PolicySearch
 from memory.infrastructure.policy.metrics import PolicyMetrics
 
 OPS = Actor("key_0123456789abcdef", "ops")
@@ -139,7 +140,7 @@ def test_drop_model_refuses_the_active_model_and_unknown_ones(
     )
     assert (dropped.before, dropped.after) == ({"rows": 3}, {"rows_deleted": 3})
     # Search kept answering from the active model's rows.
-    assert len(svc.search("travel", similarity_threshold=0.0).results) == 3
+    assert len(svc.search(PolicySearch("travel", similarity_threshold=0.0)).results) == 3
 
 
 def test_a_reembed_records_its_start_and_replays_the_log_into_the_models_rows(

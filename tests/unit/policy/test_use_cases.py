@@ -14,6 +14,7 @@ from memory.application.policy.ports import ProjectorFailed
 from memory.application.policy.reach import Reach
 from memory.application.policy.service import PolicyService
 from memory.domain.errors import InvalidInput, NotFound
+from memory.domain.policy.search import PolicySearch
 from memory.entrypoints.workers import policy as policy_worker
 
 
@@ -28,14 +29,18 @@ def test_a_stored_policy_is_found_by_search_and_by_its_reference(svc: PolicyServ
     )
     svc.store("expenses", "Expenses are reimbursed monthly.", actor=TEST_ACTOR)
     assert receipt.searchable
-    answer = svc.search("Travel must be approved by a manager.", similarity_threshold=0.0)
+    answer = svc.search(
+        PolicySearch("Travel must be approved by a manager.", similarity_threshold=0.0)
+    )
     assert answer.results[0].policy_id == "travel"
     assert answer.results[0].similarity == pytest.approx(1.0)
     document = svc.get_by_embedding(
         str(receipt.embedding_ref), origin="search", query="Travel must be approved by a manager."
     )
     assert (document.policy_id, document.similarity) == ("travel", pytest.approx(1.0))
-    only_tagged = svc.search("travel", similarity_threshold=0.0, filter={"tags": {"any": ["t"]}})
+    only_tagged = svc.search(
+        PolicySearch("travel", similarity_threshold=0.0, filter={"tags": {"any": ["t"]}})
+    )
     assert [r.policy_id for r in only_tagged.results] == ["travel"]
 
 
@@ -44,7 +49,7 @@ def test_an_org_sees_its_own_policies_and_the_global_ones_only(svc: PolicyServic
     svc.store("a", "acme's rule about travel", actor=TEST_ACTOR, namespace="org:acme")
     svc.store("b", "globex's rule about travel", actor=TEST_ACTOR, namespace="org:globex")
     acme = Reach("acme")
-    found = svc.search("travel", similarity_threshold=0.0, reach=acme)
+    found = svc.search(PolicySearch("travel", similarity_threshold=0.0), reach=acme)
     assert {r.policy_id for r in found.results} == {"g", "a"}
     listed = svc.list_policies(reach=acme)
     assert {p.policy_id for p in listed.policies} == {"g", "a"}
@@ -55,11 +60,16 @@ def test_an_org_sees_its_own_policies_and_the_global_ones_only(svc: PolicyServic
 def test_updates_and_deletions_reach_search(svc: PolicyService) -> None:
     svc.store("p1", "Badges must be worn at all times.", actor=TEST_ACTOR)
     svc.update("p1", "Visitors must be escorted at all times.", actor=TEST_ACTOR)
-    answer = svc.search("Visitors must be escorted at all times.", similarity_threshold=0.9)
+    answer = svc.search(
+        PolicySearch("Visitors must be escorted at all times.", similarity_threshold=0.9)
+    )
     assert [(r.policy_id, r.version) for r in answer.results] == [("p1", 2)]
     assert [v.version for v in svc.versions("p1")] == [1, 2]
     assert svc.delete("p1", actor=TEST_ACTOR)
-    assert svc.search("Visitors must be escorted", similarity_threshold=0.0).results == []
+    assert (
+        svc.search(PolicySearch("Visitors must be escorted", similarity_threshold=0.0)).results
+        == []
+    )
     with pytest.raises(NotFound):
         svc.get("p1")
 
@@ -70,18 +80,22 @@ def test_search_pages_by_cursor_without_repeating_a_result(svc: PolicyService) -
     seen: list[str] = []
     cursor = None
     while True:
-        page = svc.search("working from home", similarity_threshold=0.0, limit=3, cursor=cursor)
+        page = svc.search(
+            PolicySearch("working from home", similarity_threshold=0.0, limit=3, cursor=cursor)
+        )
         seen += [r.policy_id for r in page.results]
         if page.next_cursor is None:
             break
         cursor = page.next_cursor
     assert sorted(seen) == [f"p{i}" for i in range(7)]
     with pytest.raises(InvalidInput):  # a cursor pages the search it came from
-        svc.search("another query", similarity_threshold=0.0, cursor=page_cursor(svc))
+        svc.search(PolicySearch("another query", similarity_threshold=0.0, cursor=page_cursor(svc)))
 
 
 def page_cursor(svc: PolicyService) -> str:
-    cursor = svc.search("working from home", similarity_threshold=0.0, limit=1).next_cursor
+    cursor = svc.search(
+        PolicySearch("working from home", similarity_threshold=0.0, limit=1)
+    ).next_cursor
     assert cursor is not None
     return cursor
 
@@ -92,7 +106,9 @@ def test_a_write_no_projector_took_up_is_searchable_once_a_leader_projects_it(
     policy.waiter.paused = True
     receipt = svc.store("p1", "Laptops are encrypted.", actor=TEST_ACTOR)
     assert not receipt.searchable
-    assert svc.search("Laptops are encrypted.", similarity_threshold=0.0).results == []
+    assert (
+        svc.search(PolicySearch("Laptops are encrypted.", similarity_threshold=0.0)).results == []
+    )
     assert svc.projection_status().lag_events == 1
     assert svc.lead_projection()
     status = svc.check_projection()

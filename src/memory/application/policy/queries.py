@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from memory.application.embedding import EmbeddingModel
 from memory.application.policy.deadline import Clock, Deadline
@@ -28,6 +27,7 @@ from memory.domain.policy.pagination import PageRequest
 from memory.domain.policy.policy_id import PolicyId
 from memory.domain.policy.search import (
     PolicyDocument,
+    PolicySearch,
     SearchRequest,
     SimilarityResult,
     parse_query_text,
@@ -130,30 +130,14 @@ class PolicyQueries:
 
     def search(
         self,
-        query: str,
+        search: PolicySearch,
         *,
-        similarity_threshold: float | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        cursor: str | None = None,
-        max_results: int | None = None,
-        filter: Any = None,
         deadline: Deadline | None = None,
         namespace: PolicyNamespace = GLOBAL,
-        min_relevance: float | None = None,
     ) -> SearchAnswer:
         """Searches what `namespace` sees: its own policies and the global ones."""
         budget = deadline or self.deadline()
-        request = self.search_request(
-            query,
-            similarity_threshold=similarity_threshold,
-            limit=limit,
-            offset=offset,
-            cursor=cursor,
-            max_results=max_results,
-            filter=filter,
-            min_relevance=min_relevance,
-        )
+        request = self.search_request(search, query_required=True)
         assert request is not None
         request = replace(request, view=namespace.visible())
         fingerprint = request.fingerprint(self._model.identity.id)
@@ -196,29 +180,24 @@ class PolicyQueries:
         )
 
     def search_request(
-        self,
-        query: str | None,
-        *,
-        similarity_threshold: float | None,
-        limit: int | None,
-        offset: int | None,
-        cursor: str | None,
-        max_results: int | None,
-        filter: Any,
-        min_relevance: float | None = None,
+        self, search: PolicySearch, *, query_required: bool = False
     ) -> SearchRequest | None:
         """`search`'s rules: the request, or `InvalidInput` naming every broken field; None
-        when `query` was not given (a check of the other fields only). No I/O."""
+        when its `query` was not given (a check of the other fields only) unless
+        `query_required`. No I/O."""
         # Every field is checked before any is refused: one 422 names them all.
         checks = FieldChecks()
+        query, min_relevance = search.query, search.min_relevance
         text = None if query is None else checks.run(lambda: parse_query_text(query))
+        if query is None and query_required:
+            checks.fail("query", "is required")
         relevance = checks.run(lambda: RelevanceFilter.requested(min_relevance))
         # `min_relevance` is the alternative to the raw threshold: asked alone, the model's
         # default threshold does not apply on top of it.
         threshold = checks.run(
             lambda: (
-                SimilarityThreshold.parse(similarity_threshold)
-                if similarity_threshold is not None
+                SimilarityThreshold.parse(search.similarity_threshold)
+                if search.similarity_threshold is not None
                 else NO_THRESHOLD
                 if min_relevance is not None
                 else self._default_threshold
@@ -226,12 +205,15 @@ class PolicyQueries:
         )
         page = checks.run(
             lambda: PageRequest.parse(
-                limit=limit, offset=offset, cursor=cursor, max_results=max_results
+                limit=search.limit,
+                offset=search.offset,
+                cursor=search.cursor,
+                max_results=search.max_results,
             )
         )
         search_filter = checks.run(
             lambda: SearchFilter.parse(
-                filter, accepted=AcceptedTimeRange(self._wall_clock(), self._max_future_skew)
+                search.filter, accepted=AcceptedTimeRange(self._wall_clock(), self._max_future_skew)
             )
         )
         checks.raise_any()

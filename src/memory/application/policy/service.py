@@ -38,7 +38,7 @@ from memory.domain.errors import FieldChecks
 from memory.domain.policy.cursor import CursorCodec
 from memory.domain.policy.listing import StoredPolicy
 from memory.domain.policy.namespace import PolicyNamespace
-from memory.domain.policy.search import PolicyDocument
+from memory.domain.policy.search import PolicyDocument, PolicySearch
 from memory.domain.policy.versions import PolicyVersion
 from memory.domain.time_range import DEFAULT_MAX_FUTURE_SKEW
 
@@ -271,62 +271,23 @@ class PolicyService:
 
     def search(
         self,
-        query: str,
+        search: PolicySearch | str,
         *,
-        similarity_threshold: float | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        cursor: str | None = None,
-        max_results: int | None = None,
-        filter: Any = None,
         reach: Reach = EVERY_ORG,
         namespace: str | None = None,
-        min_relevance: float | None = None,
     ) -> SearchAnswer:
         """Ranked policies the namespace sees (its own and the global ones) at or above
-        the threshold, within `MEMORY_SEARCH_TIMEOUT`."""
+        the threshold, within `MEMORY_SEARCH_TIMEOUT`. A plain text is the search with
+        every option at its default."""
+        asked = PolicySearch(search) if isinstance(search, str) else search
         return self._observed.run(
             "search",
-            lambda: self._queries.search(
-                query,
-                similarity_threshold=similarity_threshold,
-                limit=limit,
-                offset=offset,
-                cursor=cursor,
-                max_results=max_results,
-                filter=filter,
-                namespace=reach.reading(namespace),
-                min_relevance=min_relevance,
-            ),
+            lambda: self._queries.search(asked, namespace=reach.reading(namespace)),
         )
 
-    def check_search(
-        self,
-        query: str | None = None,
-        *,
-        similarity_threshold: float | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        cursor: str | None = None,
-        max_results: int | None = None,
-        filter: Any = None,
-        namespace: str | None = None,
-        min_relevance: float | None = None,
-    ) -> None:
-        """`search`'s rules alone, as `check_store`."""
-        _with_namespace(
-            namespace,
-            lambda: self._queries.search_request(
-                query,
-                similarity_threshold=similarity_threshold,
-                limit=limit,
-                offset=offset,
-                cursor=cursor,
-                max_results=max_results,
-                filter=filter,
-                min_relevance=min_relevance,
-            ),
-        )
+    def check_search(self, search: PolicySearch, *, namespace: str | None = None) -> None:
+        """`search`'s rules alone, as `check_store` (a `query` not given is not checked)."""
+        _with_namespace(namespace, lambda: self._queries.search_request(search))
 
     def check_listing(
         self,

@@ -6,6 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from memory.domain.errors import InvalidInput
@@ -27,6 +28,25 @@ def parse_query_text(text: str, *, field: str = "query") -> str:
     if "\x00" in text:
         raise InvalidInput(field, "must not contain NUL characters")
     return text
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySearch:
+    """A policy search as a caller asks it (the route from its body, a client, an
+    in-process caller), passed whole from the door to the use case, which checks its rules
+    and turns it into a `SearchRequest`. None means "not given" (the defaults apply; a
+    `query` not given is refused by a search and skipped by a check of the other fields).
+    `min_relevance` is the alternative to the raw `similarity_threshold` (docs/adr/0112);
+    `offset` and `cursor` page (not both); `max_results` caps every page together."""
+
+    query: str | None = None
+    similarity_threshold: float | None = None
+    min_relevance: float | None = None
+    limit: int | None = None
+    offset: int | None = None
+    cursor: str | None = None
+    max_results: int | None = None
+    filter: Any = None
 
 
 @dataclass(frozen=True)

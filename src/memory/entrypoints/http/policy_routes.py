@@ -20,8 +20,9 @@ observers'. Errors become HTTP statuses in `memory.entrypoints.http.errors` only
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Mapping
+from dataclasses import fields
+from typing import Any, TypeVar
 
 import anyio
 from starlette.requests import Request
@@ -44,7 +45,7 @@ from memory.contract.policy_requests import (
     UpdateBody,
 )
 from memory.domain.access.scopes import Scope
-from memory.domain.policy.search import PolicyDocument
+from memory.domain.policy.search import PolicyDocument, PolicySearch
 from memory.entrypoints.http.access import Access, AccessTable, api_key
 from memory.entrypoints.http.answer import AnswerResponse
 from memory.entrypoints.http.database_stall import watched
@@ -164,24 +165,18 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
         checks = RequestChecks()
         where = checks.query(request, NamespaceQuery)
         body = await checks.body(request, SearchBody)
-        await checks.rules(lambda: service.check_search(**checks.valid))
+        await checks.rules(
+            lambda: service.check_search(
+                search_of(checks.valid), namespace=checks.valid.get("namespace")
+            )
+        )
         checks.raise_any()
         assert body is not None and where is not None
         reach = _reach(request)
+        asked = search_of(dict(body))
         answer: SearchAnswer = await _within(
             search_timeout,
-            lambda: service.search(
-                body.query,
-                similarity_threshold=body.similarity_threshold,
-                min_relevance=body.min_relevance,
-                limit=body.limit,
-                offset=body.offset,
-                cursor=body.cursor,
-                max_results=body.max_results,
-                filter=body.filter,
-                reach=reach,
-                namespace=where.namespace,
-            ),
+            lambda: service.search(asked, reach=reach, namespace=where.namespace),
         )
         return AnswerResponse(
             present.search_body(answer),
@@ -236,3 +231,12 @@ async def _within(seconds: float, run: Callable[[], T]) -> T:
         f"search timed out after {seconds:g}s",
         details={"timeout_seconds": seconds, "stage": "request"},
     )
+
+
+SEARCH_FIELDS = tuple(f.name for f in fields(PolicySearch))
+
+
+def search_of(parsed: Mapping[str, Any]) -> PolicySearch:
+    """The search a request asked for, from its body's fields that parsed (the body model
+    and `PolicySearch` share their field names)."""
+    return PolicySearch(**{name: parsed[name] for name in SEARCH_FIELDS if name in parsed})
