@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/relevance.py                       # local:multilingual-e5-small
     .venv/bin/python bench/relevance.py --model hash:384      # any model spec
+    .venv/bin/python bench/relevance.py --messages            # and per-message scoring
 
 Embeds the precision set (src/memory/datasets/precision_check.json: 202 documents in
 English, Malay, Chinese and rojak, 230 queries of which 56 have no answer) once, caching the
@@ -19,7 +20,13 @@ vectors in --cache (a rerun costs seconds instead of minutes of CPU), and prints
    against Malay grouped apart by its function words (the service's grouping), and the
    documents' own language labels (what a perfect detector would give), each at the top 5
    by relevance and at several two-level rules, with recall for the cross-language pairs;
-4. merge orders for the whole answer (full-text hits from PostgreSQL's ranking of the same
+4. with --messages, per-message scoring (docs/adr/0119): each line of a conversation is a
+   message; the messages of the windows the default rule keeps, ordered as history search
+   orders them (windows by relevance, each window's messages in time order) against orders
+   by each message's own relevance (its similarity to the query, standardised as its
+   window's is), and what embedding those messages at query time would cost (the model
+   uncached, one call per query, as a search would make it);
+5. merge orders for the whole answer (full-text hits from PostgreSQL's ranking of the same
    documents, as history search ranks messages): full-text first with the semantic hits
    appended (what history search does) against reciprocal-rank fusion of the two ranks.
 
@@ -29,18 +36,23 @@ Starts a private PostgreSQL cluster in a temporary home for the full-text ranks.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory.application.embedding import EmbeddingModel
 from memory.application.model_check import ScoredQuery, score_precision_set
 from memory.datasets.precision_check import PrecisionSet, load_precision_set
 from memory.domain.relevance import (
     DEFAULT_BEST_RELEVANCE,
     DEFAULT_MIN_RELEVANCE,
+    QueryDistribution,
     RelevanceFilter,
     ScriptGroup,
     SimilarityDistribution,
@@ -298,6 +310,119 @@ def grouping_table(data: PrecisionSet, scored: Sequence[ScoredQuery]) -> str:
     return "\n".join(lines)
 
 
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two unit vectors (what the model returns)."""
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+MESSAGES_SHOWN = 5  # a reader's first screen of a history answer
+COST_QUERIES = 30  # queries whose kept windows' messages are embedded uncached
+
+
+@dataclass(frozen=True)
+class MessageOrder:
+    name: str
+    order: Callable[[list[tuple[str, float, list[tuple[str, float]]]]], list[tuple[str, str]]]
+
+
+def _messages(text: str) -> list[str]:
+    return [line for line in text.split("\n") if line.strip()]
+
+
+def message_orders() -> list[MessageOrder]:
+    """Each takes the kept windows [(document id, window relevance, [(message, message
+    relevance)])], best window first, and gives the answer's (document id, message) list."""
+
+    def service(ws: list[tuple[str, float, list[tuple[str, float]]]]) -> list[tuple[str, str]]:
+        return [(d, m) for d, _, ms in ws for m, _ in ms]
+
+    def within(ws: list[tuple[str, float, list[tuple[str, float]]]]) -> list[tuple[str, str]]:
+        return [(d, m) for d, _, ms in ws for m, _ in sorted(ms, key=lambda x: -x[1])]
+
+    def across(ws: list[tuple[str, float, list[tuple[str, float]]]]) -> list[tuple[str, str]]:
+        scored = [(r, d, m) for d, _, ms in ws for m, r in ms]
+        return [(d, m) for _, d, m in sorted(scored, key=lambda x: -x[0])]
+
+    def floored(ws: list[tuple[str, float, list[tuple[str, float]]]]) -> list[tuple[str, str]]:
+        return [(d, m) for d, _, ms in ws for m, r in ms if r >= DEFAULT_MIN_RELEVANCE]
+
+    return [
+        MessageOrder("windows by relevance, messages in time order (history search)", service),
+        MessageOrder("windows by relevance, messages by their own relevance", within),
+        MessageOrder("messages by their own relevance, across windows", across),
+        MessageOrder(
+            f"time order, messages below relevance {DEFAULT_MIN_RELEVANCE} dropped", floored
+        ),
+    ]
+
+
+def message_table(
+    data: PrecisionSet, scored: Sequence[ScoredQuery], model: EmbeddingModel, raw: EmbeddingModel
+) -> str:
+    vs = views(data, scored)
+    groups = [script_group(d.text) for d in data.documents]
+    lines = sorted({m for d in data.documents for m in _messages(d.text)})
+    vectors = dict(zip(lines, model.embed_documents(lines), strict=True))
+    kept_windows: list[list[tuple[str, float, list[tuple[str, float]]]]] = []
+    for v in vs:
+        query = model.embed_query(v.scored.query.text)
+        distribution = QueryDistribution.of(list(zip(groups, v.scored.similarities, strict=True)))
+        kept = [i for i in by_relevance(v) if default_rule(v, i)]
+        windows = []
+        for i in kept:
+            doc = data.documents[i]
+            ms = [
+                (m, distribution.relevance(groups[i], _dot(vectors[m].values, query.values)) or 0.0)
+                for m in _messages(doc.text)
+            ]
+            windows.append((doc.id, v.relevance[i], ms))
+        kept_windows.append(windows)
+    answered = [n for n, ws in enumerate(kept_windows) if ws]
+    out = [
+        f"{len(answered)} of {len(vs)} queries keep a window; {len(lines)} messages,"
+        f" {statistics.mean(len(_messages(d.text)) for d in data.documents):.1f} per"
+        " conversation",
+        "",
+        f"| order of the semantic messages | order differs | right conversations in first"
+        f" {MESSAGES_SHOWN} | off-topic messages in first {MESSAGES_SHOWN} | first message"
+        " right | messages shown |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    baseline = [message_orders()[0].order(ws) for ws in kept_windows]
+    for order in message_orders():
+        answers = [order.order(ws) for ws in kept_windows]
+        differs = sum(1 for n in answered if answers[n] != baseline[n])
+        right, off, first, shown = [], [], [], []
+        for n in answered:
+            truth = set(vs[n].scored.query.answers)
+            top = answers[n][:MESSAGES_SHOWN]
+            off.append(sum(1 for d, _ in top if d not in truth))
+            shown.append(len(answers[n]))
+            if truth:
+                right.append(len({d for d, _ in top if d in truth}))
+                first.append(1.0 if answers[n] and answers[n][0][0] in truth else 0.0)
+        out.append(
+            f"| {order.name} | {differs} | {statistics.mean(right):.3f} |"
+            f" {statistics.mean(off):.2f} | {statistics.mean(first):.3f} |"
+            f" {statistics.mean(shown):.1f} |"
+        )
+    costs = []
+    for n in answered[:COST_QUERIES]:
+        texts = [m for _, _, ms in kept_windows[n] for m, _ in ms]
+        started = time.perf_counter()
+        raw.embed_documents(texts)
+        costs.append((time.perf_counter() - started, len(texts)))
+    seconds = [c for c, _ in costs]
+    out += [
+        "",
+        f"Embedding the kept windows' messages at query time ({len(costs)} queries, one call"
+        f" each, {statistics.mean(n for _, n in costs):.1f} messages on average; load average"
+        f" {os.getloadavg()[0]:.1f}): p50 {statistics.median(seconds) * 1000:.0f} ms,"
+        f" max {max(seconds) * 1000:.0f} ms",
+    ]
+    return "\n".join(out)
+
+
 def _r(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -366,12 +491,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=Path(tempfile.gettempdir()) / "memory-bench-relevance",
         help="where evaluation vectors are kept between runs",
     )
+    parser.add_argument(
+        "--messages",
+        action="store_true",
+        help="also per-message scoring (embeds ~500 messages once, then cached)",
+    )
     args = parser.parse_args(argv)
     data = load_precision_set()
     registry = ModelRegistry(Settings())
+    messages = None
     try:
         model = CachedEmbeddingModel(registry.get(args.model), args.cache)
         scored = score_precision_set(model, data)
+        if args.messages:
+            messages = message_table(data, scored, model, registry.get(args.model))
         model.save()
     finally:
         registry.close()
@@ -383,6 +516,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n" + rule_table(data, vs))
     print("\n" + pair_table(data, vs))
     print("\n" + grouping_table(data, scored))
+    if messages is not None:
+        print("\n" + messages)
     home = Path(tempfile.mkdtemp(prefix="memory-bench-relevance-"))
     home.chmod(0o755)
     pg = EmbeddedPostgres(home, durable=False)
