@@ -127,3 +127,30 @@ def test_too_few_windows_to_calibrate_keep_their_hits_unless_a_floor_is_asked(
     assert all(h.relevance is None for h in semantic(default))
     asked = runtime.service.search("acme", HistoryQuery("forklift broke please", min_relevance=1))
     assert semantic(asked) == []
+
+
+def test_the_sweep_stores_each_window_in_its_relevance_group(make_runtime, kit) -> None:
+    """Han, Malay and other windows (ADR 0120): the sweep writes the domain's group, and the
+    table accepts every group the domain gives."""
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    texts = {
+        "ms": "wifi pejabat tak boleh disambung sejak pagi tadi, saya tak dapat kerja",
+        "en": "the office wifi has been down since this morning and I cannot work",
+        "zh": "办公室的无线网络从早上开始就断了，我没法工作",  # noqa: RUF001
+    }
+    runtime.service.ingest(
+        "acme", [kit.message(lang, 0, text, channel=lang) for lang, text in texts.items()]
+    )
+    runtime.service.sweep(trigger="t")
+    with kit.database.connection() as conn:
+        rows = conn.execute(
+            "SELECT external_channel_id AS lang, content, script_group"
+            " FROM dw_message_embeddings WHERE org_id = 'acme'"
+        ).fetchall()
+    assert {r["lang"]: r["script_group"] for r in rows} == {
+        "ms": "malay",
+        "en": "other",
+        "zh": "han",
+    }
+    assert all(r["script_group"] == script_group(r["content"]).value for r in rows)
