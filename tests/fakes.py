@@ -4,9 +4,11 @@
   tests turn: down, failing with any error, rejecting some inputs, failing after N texts,
   slow or gated calls, a forced query vector.
 - `FakeClock`: a clock tests move by hand.
-- In-memory adapters of the history ports (`InMemoryChatEventLog`, ...) for unit tests of
-  the history use cases, as the policy context's unit tests run on the library's in-memory
-  event store. They keep the ports' documented contracts, in Python instead of SQL.
+- In-memory adapters of the history ports (`InMemoryHistory`) and of the policy ports
+  (`InMemoryPolicy`, over the library's in-memory event store) for unit tests of both
+  contexts' use cases. They keep the ports' documented contracts, in Python instead of SQL;
+  tests/integration/port_contracts runs the same cases against them and the PostgreSQL
+  adapters (docs/adr/0125).
 """
 
 from __future__ import annotations
@@ -974,8 +976,18 @@ class InMemoryAuditTrail:
         )
 
     def entries(self, query: AuditQuery) -> AuditPage:
-        newest = list(reversed(self.recorded))[: query.limit]
-        return AuditPage(newest, None)
+        """Newest first, filtered and paged as `PostgresAuditTrail` pages (keyset by id)."""
+        matching = [
+            e
+            for e in reversed(self.recorded)
+            if (query.since is None or e.recorded_at >= query.since)
+            and (query.until is None or e.recorded_at < query.until)
+            and (query.org_id is None or e.org_id == query.org_id)
+            and (query.before_id is None or e.id < query.before_id)
+        ]
+        page = matching[: query.limit]
+        more = len(matching) > query.limit
+        return AuditPage(page, page[-1].id if more and page else None)
 
     def actions(self) -> list[str]:
         return [e.action for e in self.recorded]

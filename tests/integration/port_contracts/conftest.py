@@ -1,0 +1,130 @@
+"""Port contract cases: each case runs once against the in-memory fake of a port
+(tests/fakes.py) and once against its PostgreSQL adapter, so that the fakes the unit tests
+stand on cannot drift from what the adapters do (docs/adr/0125).
+
+A fixture here gives either implementation, by its parameter `in_memory` or `postgres`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from tests.conftest import migrated_database
+from tests.fakes import (
+    FakeModel,
+    InMemoryAuditTrail,
+    InMemoryChatEventLog,
+    InMemoryPolicy,
+    InMemoryPolicyReadModel,
+    InMemoryPolicySimilarityDistribution,
+    InMemoryPolicyTable,
+    InMemoryPolicyView,
+    InMemoryRetention,
+    InMemoryWindowEmbeddings,
+)
+from tests.integration.port_contracts.implementations import (
+    POLICY_MODEL,
+    HistoryStores,
+    PolicyTable,
+)
+
+from memory.application.audit.ports import AuditTrail
+from memory.application.policy.ports import PolicyProjector
+from memory.infrastructure.audit.audit_log import PostgresAuditTrail
+from memory.infrastructure.history.chat_events import PostgresChatEventLog
+from memory.infrastructure.history.embeddings import PostgresWindowEmbeddings
+from memory.infrastructure.history.retention import PostgresRetention
+from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
+from memory.infrastructure.policy.model_objects import ModelObjects
+from memory.infrastructure.policy.projector import PolicyProjector as PostgresPolicyProjector
+from memory.infrastructure.policy.read_model import PostgresPolicyReadModel
+from memory.infrastructure.policy.similarity_distribution import (
+    PostgresPolicySimilarityDistribution,
+)
+from memory.infrastructure.policy.view import PostgresPolicyEmbeddingsView
+from memory.infrastructure.postgres.database import Database
+from memory.infrastructure.postgres.event_store import EventStoreConnection
+
+IMPLEMENTATIONS = ["in_memory", "postgres"]
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def implementation(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def database(implementation: str, request: pytest.FixtureRequest) -> Iterator[Database | None]:
+    """A migrated database of its own for the PostgreSQL side (None for the fake's)."""
+    if implementation == "in_memory":
+        yield None
+        return
+    with migrated_database(request.getfixturevalue("database_url"), max_size=4) as database:
+        yield database
+
+
+@pytest.fixture
+def policy_table(database: Database | None) -> Iterator[PolicyTable]:
+    if database is None:
+        table = InMemoryPolicyTable()
+        yield PolicyTable(
+            InMemoryPolicyView(table),
+            InMemoryPolicyReadModel(table, POLICY_MODEL),
+            InMemoryPolicySimilarityDistribution(table, POLICY_MODEL),
+        )
+        return
+    datastore = EventStoreConnection.for_database(database).datastore()
+    view = PostgresPolicyEmbeddingsView(
+        datastore, tracking_table_name=ModelObjects(POLICY_MODEL).tracking_table
+    )
+    view.create_table()
+    try:
+        yield PolicyTable(
+            view,
+            # Exact mode: the fake's (the HNSW mode's recall is the benchmarks' business).
+            PostgresPolicyReadModel(database, POLICY_MODEL, mode="exact"),
+            PostgresPolicySimilarityDistribution(database, POLICY_MODEL),
+        )
+    finally:
+        datastore.close()
+
+
+@pytest.fixture
+def history_stores(database: Database | None) -> HistoryStores:
+    if database is None:
+        events = InMemoryChatEventLog()
+        windows = InMemoryWindowEmbeddings(events)
+        return HistoryStores(events, windows, InMemoryRetention(events, windows))
+    return HistoryStores(
+        PostgresChatEventLog(database),
+        PostgresWindowEmbeddings(database),
+        PostgresRetention(database),
+    )
+
+
+@pytest.fixture
+def new_projector(database: Database | None) -> Iterator[Callable[[], PolicyProjector]]:
+    """Projectors of the active model as separate processes would build them, sharing one
+    database (its lease)."""
+    if database is None:
+        policy = InMemoryPolicy.create()
+        yield policy.new_projector
+        return
+    log = EventSourcedPolicyLog.open(database)
+    made: list[PostgresPolicyProjector] = []
+
+    def make() -> PolicyProjector:
+        made.append(PostgresPolicyProjector(database, FakeModel(), log))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for projector in made:
+            projector.stop()
+        log.close()
+
+
+@pytest.fixture
+def audit_trail(database: Database | None) -> AuditTrail:
+    return InMemoryAuditTrail() if database is None else PostgresAuditTrail(database)

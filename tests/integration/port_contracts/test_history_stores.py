@@ -1,0 +1,124 @@
+"""`ChatEventLog`, `WindowEmbeddings` and `RetentionStore`: the same cases against the
+in-memory fakes and the PostgreSQL adapters (docs/adr/0125)."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+from tests.fakes import chat_message
+from tests.integration.port_contracts.implementations import HistoryStores
+
+from memory.application.history.ports import EmbeddedWindow
+from memory.domain.embedding import EmbeddingVector
+from memory.domain.history.conversation import ChatMessage, ConversationWindow, WindowClosure
+from memory.domain.history.partition import Partition
+from memory.domain.history.search import HistoryQuery
+from memory.domain.history.window_identity import window_id
+
+T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+MODEL = "hash:8"
+C1 = Partition("acme", "slack", "C1")
+C2 = Partition("acme", "slack", "C2")
+
+
+def at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+def vector(degrees: float) -> EmbeddingVector:
+    a = math.radians(degrees)
+    return EmbeddingVector((math.cos(a), math.sin(a), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+
+
+def ingest(stores: HistoryStores) -> None:
+    stores.events.append(
+        "acme",
+        [
+            chat_message("e1", at(0), "the zebra crossing is closed"),
+            chat_message("e2", at(1), "use the giraffe entrance instead"),
+            chat_message("e3", at(2), "zebra stripes everywhere", channel_id="C2"),
+            chat_message("e4", at(3), "a zebra on teams", provider="teams"),
+        ],
+    )
+    stores.events.append("globex", [chat_message("e1", at(0), "another zebra")])
+
+
+def embedded(partition: Partition, event_ids: list[str], degrees: float) -> EmbeddedWindow:
+    messages = tuple(ChatMessage(e, "ali", f"text of {e}", at(i)) for i, e in enumerate(event_ids))
+    return EmbeddedWindow(
+        window_id(partition, MODEL, event_ids),
+        partition,
+        ConversationWindow(messages, WindowClosure.GAP),
+        vector(degrees),
+    )
+
+
+def test_an_event_id_the_org_has_is_a_duplicate(history_stores: HistoryStores) -> None:
+    ingest(history_stores)
+    again = history_stores.events.append(
+        "acme", [chat_message("e1", at(0), "changed"), chat_message("e5", at(5))]
+    )
+    assert (again.event_ids, again.inserted) == (["e1", "e5"], 1)
+    assert history_stores.events.org_known("acme") and history_stores.events.org_known("globex")
+    assert not history_stores.events.org_known("initech")
+    assert history_stores.events.partitions("acme") == [
+        C1,
+        C2,
+        Partition("acme", "teams", "C1"),
+    ]
+
+
+def test_full_text_finds_the_orgs_messages_with_the_word_within_the_filters(
+    history_stores: HistoryStores,
+) -> None:
+    ingest(history_stores)
+
+    def found(**fields: object) -> set[str]:
+        query = HistoryQuery("zebra", **fields)  # type: ignore[arg-type]
+        return {h.event_id for h in history_stores.events.full_text("acme", query)}
+
+    assert found() == {"e1", "e3", "e4"}
+    assert found(provider="slack") == {"e1", "e3"}
+    assert found(provider="slack", channel_id="C2") == {"e3"}
+    assert found(since=at(1), until=at(3)) == {"e3"}
+    hits = history_stores.events.full_text("acme", HistoryQuery("giraffe"))
+    assert [(h.event_id, h.sender, h.channel_id) for h in hits] == [("e2", "ali", "C1")]
+
+
+def test_windows_are_written_only_over_stored_events_and_replace_overlapping_ones(
+    history_stores: HistoryStores,
+) -> None:
+    ingest(history_stores)
+    windows = history_stores.windows
+    first = embedded(C1, ["e1"], 10)
+    assert windows.upsert(MODEL, [first, embedded(C1, ["e1", "missing"], 20)]) == {first.id}
+    wider = embedded(C1, ["e1", "e2"], 30)
+    assert windows.upsert(MODEL, [wider, embedded(C2, ["e3"], 40)]) == {
+        wider.id,
+        window_id(C2, MODEL, ["e3"]),
+    }
+    assert windows.models() == {MODEL: 2}
+    matches = windows.nearest("acme", MODEL, vector(0), HistoryQuery("q"), 5)
+    assert [(m.event_ids, round(m.similarity, 2)) for m in matches] == [
+        (("e1", "e2"), round(math.cos(math.radians(30)), 2)),
+        (("e3",), round(math.cos(math.radians(40)), 2)),
+    ]
+    assert [
+        m.event_ids for m in windows.nearest("acme", MODEL, vector(0), HistoryQuery("q"), 1)
+    ] == [("e1", "e2")]
+    in_c2 = windows.nearest("acme", MODEL, vector(0), HistoryQuery("q", channel_id="C2"), 5)
+    assert [m.event_ids for m in in_c2] == [("e3",)]
+    assert windows.nearest("globex", MODEL, vector(0), HistoryQuery("q"), 5) == []
+    assert windows.drop_model(MODEL) == 2
+    assert windows.models() == {}
+
+
+def test_retention_days_are_the_orgs_own_or_none(history_stores: HistoryStores) -> None:
+    ingest(history_stores)
+    retention = history_stores.retention
+    assert retention.days("acme") is None
+    retention.set_days("acme", 30)
+    retention.set_days("acme", 45)
+    assert (retention.days("acme"), retention.days("globex")) == (45, None)
+    assert sorted(retention.orgs_with_events()) == ["acme", "globex"]
