@@ -377,6 +377,66 @@ def test_an_8_mib_array_is_refused_naming_the_field_and_its_limit() -> None:
     assert problem["field"] == "events" and "not 1001" in problem["reason"]
 
 
+def chunked_request(body: bytes, chunk: int) -> tuple[Request, list[int]]:
+    """A request whose body arrives in chunks of `chunk` bytes, and the sizes of those the
+    reader has taken so far."""
+    taken: list[int] = []
+
+    async def receive() -> dict[str, object]:
+        start = sum(taken)
+        part = body[start : start + chunk]
+        taken.append(len(part))
+        return {"type": "http.request", "body": part, "more_body": sum(taken) < len(body)}
+
+    return Request({"type": "http", "method": "POST", "headers": []}, receive), taken
+
+
+def test_a_body_that_breaks_a_size_rule_in_its_first_bytes_is_refused_before_the_rest_arrives() -> (
+    None
+):
+    chunk = 64 * 1024
+    bodies = {
+        "events": b'{"events": [' + b",".join([b"0"] * 4_000_000) + b"]}",
+        "x": b'{"events": [], "x": [' + b",".join([b"0"] * 4_000_000) + b"]}",
+    }
+    for field, body in bodies.items():
+        request, taken = chunked_request(body, chunk)
+        checks = RequestChecks()
+
+        async def read(request: Request = request, checks: RequestChecks = checks) -> None:
+            assert await checks.body(request, IngestBody) is None
+
+        anyio.run(read)
+        (problem,) = checks._problems
+        assert problem["field"] == field
+        # The limit broke in the first chunk: none of the other 121 was received.
+        assert taken == [chunk]
+        assert len(body) > 120 * chunk
+    # A valid body arrives whole, however many chunks it takes and values it may hold by
+    # the count (commas inside its texts).
+    events = [
+        {
+            "event_id": f"e{i}",
+            "provider": "slack",
+            "channel_id": "C1",
+            "sender": "ali",
+            "event_type": "message",
+            "decision": "received",
+            "text": "a, b, " * 30,
+            "occurred_at": "2026-12-01T10:00:00+00:00",
+        }
+        for i in range(1_000)
+    ]
+    valid = json.dumps({"events": events}).encode()
+    request, taken = chunked_request(valid, 4 * 1024)
+
+    async def ingest() -> IngestBody:
+        return await parse_body(request, IngestBody)
+
+    assert len(anyio.run(ingest).events) == 1_000
+    assert sum(taken) == len(valid)
+
+
 def json_values(value: object) -> int:
     if isinstance(value, dict):
         return 1 + sum(json_values(v) for v in value.values())

@@ -100,6 +100,34 @@ async def off_the_loop(run: Callable[..., T], *args: Any) -> T:
     return await anyio.to_thread.run_sync(run, *args, limiter=readers)
 
 
+async def received_body(request: Request, model: type[BaseModel]) -> bytes:
+    """The body's bytes, received chunk by chunk. As soon as what has arrived may hold more
+    values than any valid body (`MAX_BODY_VALUES`, counted per chunk in C), its size rules
+    are checked on those bytes, once, in a body reader's thread: a body that breaks one in
+    its first bytes (an 8 MiB array breaks the 1,000-item rule in its first 4 KiB) is
+    refused then, with the rest never received (the answer closes the connection,
+    `body_limit`). What the scan finds in a prefix it finds in the whole body: every limit
+    it checks only grows as it reads on, and what it cannot follow (a string or token cut
+    by the end of the prefix) it leaves alone. Bodies in UTF-16 or UTF-32 are only checked
+    whole (`read_json`)."""
+    chunks: list[bytes] = []
+    values = 1
+    checked = False
+    async for chunk in request.stream():
+        chunks.append(chunk)
+        if checked:
+            continue
+        values += chunk.count(b",") + chunk.count(b"[") + chunk.count(b"{")
+        if values > MAX_BODY_VALUES:
+            checked = True
+            prefix = b"".join(chunks)
+            if _plain_utf8(prefix):
+                problem = await off_the_loop(scan_body, prefix, body_shape(model))
+                if problem is not None:
+                    raise RequestInvalid([{"field": problem.field, "reason": problem.reason}])
+    return b"".join(chunks)
+
+
 def read_json(raw: bytes, model: type[BaseModel]) -> Any:
     """The JSON value of a body for `model`, or a 422: naming the field whose size rule it
     breaks (`body_scan`, checked first when the body may hold more values than any valid
@@ -132,7 +160,7 @@ def _may_hold_more_values(raw: bytes, limit: int) -> bool:
 def _as_utf8(raw: bytes) -> bytes:
     """The body as UTF-8 without a byte order mark, as the scan reads it; `json.loads`
     takes UTF-16 and UTF-32 too. Undecodable bytes are left for the decoder to name."""
-    if raw[:4].count(0) == 0 and not raw.startswith(codecs.BOM_UTF8):
+    if _plain_utf8(raw):
         return raw
     try:
         return raw.decode(json.detect_encoding(raw), "surrogatepass").encode(
@@ -140,6 +168,12 @@ def _as_utf8(raw: bytes) -> bytes:
         )
     except ValueError:
         return raw
+
+
+def _plain_utf8(raw: bytes) -> bool:
+    """Whether `raw` is read as it is: no byte order mark, no NUL in its first 4 bytes (a
+    UTF-16 or UTF-32 body has one there)."""
+    return raw[:4].count(0) == 0 and not raw.startswith(codecs.BOM_UTF8)
 
 
 def may_hold_unsafe_text(raw: bytes) -> bool:
@@ -178,7 +212,7 @@ async def parse_body(request: Request, model: type[M], *, when_empty: M | None =
     """The body as `model`, read off the event loop, or a 422 naming the failing fields.
     `when_empty`: the value of an empty (or blank) body, for a route whose body is
     optional."""
-    return await off_the_loop(parsed_body, await request.body(), model, when_empty)
+    return await off_the_loop(parsed_body, await received_body(request, model), model, when_empty)
 
 
 def parsed_body(raw: bytes, model: type[M], when_empty: M | None = None) -> M:
@@ -265,15 +299,23 @@ class RequestChecks:
 
     async def body(self, request: Request, model: type[M]) -> M | None:
         """The body as `model` (read off the event loop), or None and its problems kept."""
-        return await off_the_loop(self._body, await request.body(), model)
+        try:
+            raw = await received_body(request, model)
+        except RequestInvalid as exc:
+            self._unread(exc)
+            return None
+        return await off_the_loop(self._body, raw, model)
+
+    def _unread(self, exc: RequestInvalid) -> None:
+        self._problems.extend(exc.details["fields"])
+        # Not read (or too large to read): no rule check runs over it.
+        self._typed.add("body")
 
     def _body(self, raw: bytes, model: type[M]) -> M | None:
         try:
             data = _json_object(raw, model)
         except RequestInvalid as exc:
-            self._problems.extend(exc.details["fields"])
-            # Not read (or too large to read): no rule check runs over it.
-            self._typed.add("body")
+            self._unread(exc)
             return None
         self.raw = data
         return self._checked(model, data, keep=True, text=may_hold_unsafe_text(raw))
