@@ -111,7 +111,12 @@ class PostgresWindowEmbeddings:
     # a group smaller than MIN_DISTRIBUTION borrows the whole set's, a smaller set has
     # none). Hits come best relevance first. The scan keeps only (id, group, similarity) per
     # window; the k chosen rows' event ids are read after (carrying every row's id array
-    # through the statistics cost 10-30% more, measured; ADR 0112).
+    # through the statistics cost 10-30% more, measured; ADR 0112). Within a group relevance
+    # grows with similarity, so the k most relevant are among each group's k most similar:
+    # only those few candidates are standardised and ordered, and the whole set's statistics
+    # come from the groups' (their counts, means and deviations), not from another pass over
+    # every window (nearest 1.81-1.86x -> 1.53-1.58x the plain top-k at 10,000 windows; ADR
+    # 0117).
     def nearest(
         self, org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
     ) -> list[WindowMatch]:
@@ -133,8 +138,18 @@ class PostgresWindowEmbeddings:
                        stddev_pop(similarity) AS sd, count(*) AS n
                 FROM scored GROUP BY script_group
             ), overall AS (
-                SELECT avg(similarity) AS mean, stddev_pop(similarity) AS sd, count(*) AS n
-                FROM scored
+                -- The population deviation of the union: E[x^2] - E[x]^2 over the groups.
+                SELECT sum(n * mean) / sum(n) AS mean,
+                       sqrt(greatest(
+                           sum(n * (sd * sd + mean * mean)) / sum(n)
+                           - (sum(n * mean) / sum(n)) ^ 2, 0)) AS sd,
+                       sum(n) AS n
+                FROM groups
+            ), candidates AS (
+                SELECT c.* FROM groups, LATERAL (
+                    SELECT s.id, s.script_group, s.similarity FROM scored s
+                    WHERE s.script_group = groups.script_group
+                    ORDER BY s.similarity DESC, s.id LIMIT %(k)s) AS c
             ), best AS (
                 SELECT s.id, s.similarity,
                        CASE WHEN g.n >= %(min_n)s AND g.sd > 0
@@ -142,7 +157,7 @@ class PostgresWindowEmbeddings:
                             WHEN o.n >= %(min_n)s AND o.sd > 0
                                 THEN (s.similarity - o.mean) / o.sd
                        END AS relevance
-                FROM scored s JOIN groups g USING (script_group) CROSS JOIN overall o
+                FROM candidates s JOIN groups g USING (script_group) CROSS JOIN overall o
                 ORDER BY relevance DESC NULLS LAST, s.similarity DESC, s.id
                 LIMIT %(k)s
             )
