@@ -1285,6 +1285,8 @@ class InMemoryPolicyProjection:
         self.view = InMemoryPolicyView(table, on_commit)
         self.projection = PolicyEmbeddingsProjection(self.view, model, log)
         self._lock = threading.Lock()
+        # Whether it ever ran (a projector's first start creates its tracking table).
+        self.started = False
 
     @property
     def position(self) -> int | None:
@@ -1293,6 +1295,7 @@ class InMemoryPolicyProjection:
     def catch_up(self) -> int | None:
         app = self._log.app
         with self._lock:
+            self.started = True
             start = (self.position or 0) + 1
             for notification in app.recorder.select_notifications(start=start, limit=100_000):
                 event = app.mapper.to_domain_event(notification)
@@ -1431,7 +1434,11 @@ class InMemoryPolicyModelStore:
         return len(doomed)
 
     def tracking_tables(self, known_models: Sequence[str]) -> list[TrackingTable]:
-        tied = [TrackingTable(ModelObjects(m).tracking_table, m) for m in sorted(self.projections)]
+        tied = [
+            TrackingTable(ModelObjects(m).tracking_table, m)
+            for m, projection in sorted(self.projections.items())
+            if projection.started
+        ]
         return tied + [TrackingTable(t, None) for t in self.untied]
 
     def drop_tracking_table(self, table: str) -> None:
@@ -1446,6 +1453,8 @@ class InMemoryPolicyModelStore:
         removed = self.drop(model_id) if rebuild else 0
         projection = self.projection(model)
         started_at, head = projection.position, self._log.head()
+        # This replay's texts (the real store starts a projector of its own per replay).
+        embedded_before = projection.projection.embedded_texts
         reached = projection.catch_up()
         if on_progress is not None:
             on_progress(reached, head)
@@ -1454,7 +1463,7 @@ class InMemoryPolicyModelStore:
             started_at=started_at,
             reached=reached,
             head=head,
-            texts_embedded=projection.projection.embedded_texts,
+            texts_embedded=projection.projection.embedded_texts - embedded_before,
             rows_removed=removed,
         )
 

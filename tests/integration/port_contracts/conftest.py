@@ -25,6 +25,7 @@ from tests.fakes import (
 from tests.integration.port_contracts.implementations import (
     POLICY_MODEL,
     HistoryStores,
+    ModelStoreSide,
     PolicyTable,
 )
 
@@ -36,6 +37,7 @@ from memory.infrastructure.history.embeddings import PostgresWindowEmbeddings
 from memory.infrastructure.history.retention import PostgresRetention
 from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 from memory.infrastructure.policy.model_objects import ModelObjects
+from memory.infrastructure.policy.model_store import PostgresPolicyModelStore
 from memory.infrastructure.policy.projector import PolicyProjector as PostgresPolicyProjector
 from memory.infrastructure.policy.read_model import PostgresPolicyReadModel
 from memory.infrastructure.policy.similarity_distribution import (
@@ -122,6 +124,23 @@ def new_projector(database: Database | None) -> Iterator[Callable[[], PolicyProj
     finally:
         for projector in made:
             projector.stop()
+        log.close()
+
+
+@pytest.fixture
+def model_store(database: Database | None) -> Iterator[ModelStoreSide]:
+    """The policy model store and the event log it replays (for a re-embed, a model spec
+    becomes a `FakeModel` of that id)."""
+    if database is None:
+        policy = InMemoryPolicy.create()
+        yield ModelStoreSide(policy.log, policy.models)
+        return
+    log = EventSourcedPolicyLog.open(database)
+    try:
+        yield ModelStoreSide(
+            log, PostgresPolicyModelStore(database, log, lambda spec: FakeModel(spec.strip()))
+        )
+    finally:
         log.close()
 
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory.application.history.ports import ChatEventLog, RetentionStore, WindowEmbeddings
-from memory.application.policy.ports import PolicyReadModel, PolicySimilarityDistribution
+from memory.application.policy.ports import (
+    PolicyEventLog,
+    PolicyModelStore,
+    PolicyReadModel,
+    PolicySimilarityDistribution,
+)
 from memory.application.policy.projection import PolicyEmbeddingsView
 
 # The model the policy cases write and read (the read model's column is 384 dimensions).
@@ -28,3 +33,9 @@ class HistoryStores:
     events: ChatEventLog
     windows: WindowEmbeddings
     retention: RetentionStore
+
+
+@dataclass
+class ModelStoreSide:
+    log: PolicyEventLog
+    models: PolicyModelStore
