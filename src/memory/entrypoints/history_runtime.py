@@ -20,6 +20,7 @@ from memory.domain.policy.cursor import CursorCodec
 from memory.entrypoints.runtime import Worker
 from memory.entrypoints.workers.activity import ActivityFlusher
 from memory.entrypoints.workers.history import HistoryWorkers
+from memory.entrypoints.workers.history_indexes import WindowIndexBuilder
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.embedding.factory import ModelRegistry, stored_model_id
 from memory.infrastructure.history.activity_log import PostgresActivityLog
@@ -33,6 +34,7 @@ from memory.infrastructure.history.metrics import HistoryMetrics
 from memory.infrastructure.history.org_directory import PostgresOrgDirectory
 from memory.infrastructure.history.partition_locks import AdvisoryPartitionLocks
 from memory.infrastructure.history.retention import PostgresRetention
+from memory.infrastructure.history.search_indexes import PostgresWindowIndexes
 from memory.infrastructure.history.search_state import PostgresSearchState
 from memory.infrastructure.history.sweep_schedule import PostgresSweepSchedule
 from memory.infrastructure.history.watermark_store import open_sweep_watermarks
@@ -122,7 +124,10 @@ class HistoryRuntime:
         words = jieba_words()
         words.warm_up()
         self.events = PostgresChatEventLog(database, clock=clock, split_words=words)
-        self.windows = PostgresWindowEmbeddings(database)
+        self.window_indexes = PostgresWindowIndexes(database)
+        self.windows = PostgresWindowEmbeddings(
+            database, mode=settings.history_search_mode, indexes=self.window_indexes
+        )
         self.flag_store = PostgresFeatureFlags(database)
         self.locks = AdvisoryPartitionLocks(
             database.direct_url,
@@ -166,6 +171,7 @@ class HistoryRuntime:
                 else (*observers, self.last_runs, self.activity.tally)
             ),
         )
+        self._index_builder = WindowIndexBuilder(self.window_indexes)
         self._workers = HistoryWorkers(
             self.service,
             # The ingest listener's LISTEN and its leadership lock need a session.
@@ -183,7 +189,7 @@ class HistoryRuntime:
         return history_routes(self.service) + activity_routes(self.activity)
 
     def workers(self) -> list[Worker]:
-        return [*self._workers.workers(), self._activity_flusher.run]
+        return [*self._workers.workers(), self._activity_flusher.run, self._index_builder.run]
 
     def health(self) -> dict[str, Any]:
         return {
@@ -224,6 +230,7 @@ class HistoryRuntime:
         """A running sweep pass (background, or one a request started) stops at its next
         batch, so that it ends within the drain time (ADR 0044)."""
         self.service.stop_sweeps()
+        self._index_builder.stop.set()
 
     def close(self) -> None:
         self._workers.stop()

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memory.domain.history.search_path import HistorySearchMode
 from memory.infrastructure.embedding.circuit_breaker import (
     BREAKER_COOLDOWN_SECONDS,
     BREAKER_FAILURE_THRESHOLD,
@@ -118,6 +119,10 @@ class Settings(BaseSettings):
     # Semantic history hits less similar than this are dropped; unset = no floor, the nearest
     # windows fill the page (docs/adr/0033). Scores are per model: e5 crowds into 0.7-1.0.
     history_similarity_floor: float | None = Field(default=None, ge=0.0, le=1.0)
+    # Semantic leg per org: "auto" walks an org's own HNSW index once it has passed the size
+    # threshold (built in the background), "exact" always scans, "approximate" indexes every
+    # org that is searched (docs/adr/0134).
+    history_search_mode: HistorySearchMode = HistorySearchMode.AUTO
     purge_interval: float = Field(default=3600.0, gt=0)
     default_retention_days: int = Field(default=30, ge=1)
 

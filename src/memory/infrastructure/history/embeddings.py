@@ -1,8 +1,13 @@
-"""`dw_message_embeddings` in PostgreSQL: the sweep's upserts and exact KNN for search.
+"""`dw_message_embeddings` in PostgreSQL: the sweep's upserts and KNN for search.
 
 Every statement names `(org_id, model)` (or, for cleanup, the model): vectors of two models
 are never compared. The column has no fixed dimension, so a query that forgot the model
 filter would fail loudly on mixed sizes rather than compare silently.
+
+Search takes one of two paths per org (memory.domain.history.search_path, docs/adr/0134):
+the exact scan (ADR 0034), or, once the org has a ready partial HNSW index of its own
+(memory.infrastructure.history.search_indexes), a walk of that index with the relevance
+distribution estimated from a fixed sample of the org's windows.
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ from psycopg import sql
 from memory.application.history.ports import EmbeddedWindow, WindowMatch
 from memory.domain.embedding import EmbeddingVector
 from memory.domain.history.search import HistoryQuery
-from memory.domain.relevance import MIN_DISTRIBUTION, script_group
+from memory.domain.history.search_path import HistorySearchMode, uses_index, wants_index
+from memory.domain.relevance import MIN_DISTRIBUTION, ScriptGroup, script_group
 from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
+from memory.infrastructure.history.search_indexes import PostgresWindowIndexes
 from memory.infrastructure.history.sql_filters import window_filters
 from memory.infrastructure.postgres.database import Database
 
@@ -70,9 +77,53 @@ _REPLACE_OVERLAPPING = sql.SQL(
 )
 
 
+# The index path's estimate of a query's similarity distribution: the org's first windows
+# in id order (deterministic uuids: effectively random, and the same for every search), as
+# policy search samples its view (docs/adr/0112, 0134). 1,000 puts the mean within ~0.03
+# spreads and the spread within ~2% (a relevance of 2.75 within ~0.1); each window costs a
+# 1024-dimension distance, the largest share of an index search.
+DISTRIBUTION_SAMPLE = 1000
+# HNSW candidate list per group scan (pgvector `hnsw.ef_search`); recall@10 against the
+# exact scan at this value is measured in bench/large_orgs.py (docs/adr/0134).
+HISTORY_EF_SEARCH = 40
+# Each group's scan takes this many times k candidates: with `relaxed_order` the index
+# yields nearly but not strictly nearest first, and the final order is by relevance.
+CANDIDATE_FACTOR = 2
+
+# Both paths end alike: the k chosen windows, best relevance first, with their event ids.
+_CHOSEN = """
+    SELECT b.id, w.source_event_ids, b.similarity, b.relevance, b.windows
+    FROM best b JOIN dw_message_embeddings w ON w.id = b.id AND w.org_id = %(org_id)s
+    ORDER BY b.relevance DESC NULLS LAST, b.similarity DESC, b.id
+"""
+_RELEVANCE = """
+    CASE WHEN g.n >= %(min_n)s AND g.sd > 0 THEN (s.similarity - g.mean) / g.sd
+         WHEN o.n >= %(min_n)s AND o.sd > 0 THEN (s.similarity - o.mean) / o.sd
+    END
+"""
+_STATISTICS = """
+    groups AS (
+        SELECT script_group, avg(similarity) AS mean,
+               stddev_pop(similarity) AS sd, count(*) AS n
+        FROM {source} GROUP BY script_group
+    ), overall AS (
+        SELECT avg(similarity) AS mean, stddev_pop(similarity) AS sd, count(*) AS n
+        FROM {source}
+    )
+"""
+
+
 class PostgresWindowEmbeddings:
-    def __init__(self, database: Database) -> None:
+    def __init__(
+        self,
+        database: Database,
+        *,
+        mode: HistorySearchMode = HistorySearchMode.AUTO,
+        indexes: PostgresWindowIndexes | None = None,
+    ) -> None:
         self._db = database
+        self._mode = mode
+        self._indexes = indexes if indexes is not None else PostgresWindowIndexes(database)
 
     def upsert(self, model: str, windows: Sequence[EmbeddedWindow]) -> set[uuid.UUID]:
         """Write `windows` (of any partitions: a slice's batch) in one pipelined round trip;
@@ -105,6 +156,20 @@ class PostgresWindowEmbeddings:
                 if not cur.nextset():
                     return written
 
+    def nearest(
+        self, org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
+    ) -> list[WindowMatch]:
+        dims = None
+        if self._mode is not HistorySearchMode.EXACT:
+            dims = self._indexes.ready_dimensions(org_id, model)
+        if dims is not None and uses_index(self._mode, index_ready=True):
+            # The index path sees a sample, not the org's size: no request to make.
+            return self._nearest_indexed(org_id, model, vector, query, k, dims)
+        matches, windows = self._nearest_exact(org_id, model, vector, query, k)
+        if wants_index(self._mode, windows):
+            self._indexes.request(org_id, model, windows)
+        return matches
+
     # Every window's similarity is computed once (the exact scan, ADR 0034) into `scored`;
     # the same pass gives the query's similarity distribution per script group, against
     # which each hit's relevance is standardised (docs/adr/0112, memory.domain.relevance:
@@ -116,17 +181,12 @@ class PostgresWindowEmbeddings:
     # only those few candidates are standardised and ordered, and the whole set's statistics
     # come from the groups' (their counts, means and deviations), not from another pass over
     # every window (nearest 1.81-1.86x -> 1.53-1.58x the plain top-k at 10,000 windows; ADR
-    # 0117).
-    def nearest(
+    # 0117). It also says how many windows the query's filters selected: past the threshold
+    # the org gets an index (docs/adr/0134).
+    def _nearest_exact(
         self, org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
-    ) -> list[WindowMatch]:
-        params: dict[str, Any] = {
-            "org_id": org_id,
-            "model": model,
-            "vector": HalfVector(list(vector.values)),
-            "k": k,
-            "min_n": MIN_DISTRIBUTION,
-        }
+    ) -> tuple[list[WindowMatch], int]:
+        params = _params(org_id, model, vector, k)
         statement = sql.SQL(
             """
             WITH scored AS MATERIALIZED (
@@ -151,33 +211,54 @@ class PostgresWindowEmbeddings:
                     WHERE s.script_group = groups.script_group
                     ORDER BY s.similarity DESC, s.id LIMIT %(k)s) AS c
             ), best AS (
-                SELECT s.id, s.similarity,
-                       CASE WHEN g.n >= %(min_n)s AND g.sd > 0
-                                THEN (s.similarity - g.mean) / g.sd
-                            WHEN o.n >= %(min_n)s AND o.sd > 0
-                                THEN (s.similarity - o.mean) / o.sd
-                       END AS relevance
+                SELECT s.id, s.similarity, {relevance} AS relevance, o.n AS windows
                 FROM candidates s JOIN groups g USING (script_group) CROSS JOIN overall o
                 ORDER BY relevance DESC NULLS LAST, s.similarity DESC, s.id
                 LIMIT %(k)s
             )
-            SELECT b.id, w.source_event_ids, b.similarity, b.relevance
-            FROM best b JOIN dw_message_embeddings w ON w.id = b.id AND w.org_id = %(org_id)s
-            ORDER BY b.relevance DESC NULLS LAST, b.similarity DESC, b.id
+            {chosen}
             """
-        ).format(filters=window_filters(query, params))
+        ).format(
+            filters=window_filters(query, params),
+            relevance=sql.SQL(_RELEVANCE),
+            chosen=sql.SQL(_CHOSEN),
+        )
         rows = self._db.read(lambda conn: conn.execute(statement, params).fetchall())
-        return [
-            WindowMatch(
-                window_id=_uuid(r["id"]),
-                similarity=float(cast(float, r["similarity"])),
-                event_ids=tuple(cast(list[str], r["source_event_ids"])),
-                relevance=None if r["relevance"] is None else float(cast(float, r["relevance"])),
+        windows = int(cast(int, rows[0]["windows"])) if rows else 0
+        return [_match(r) for r in rows], windows
+
+    # The index path: the org's partial index (cast to the model's size, org and model as
+    # literals so the planner matches its predicate) yields each script group's nearest
+    # windows; the distribution comes from the fixed sample; the k most relevant of the
+    # candidates are kept. A group absent from the sample is not scanned (an iterative
+    # scan for rows that do not exist would walk hnsw.max_scan_tuples in vain).
+    def _nearest_indexed(
+        self,
+        org_id: str,
+        model: str,
+        vector: EmbeddingVector,
+        query: HistoryQuery,
+        k: int,
+        dims: int,
+    ) -> list[WindowMatch]:
+        statement, params = indexed_statement(org_id, model, vector, query, k, dims)
+        ef_search = max(HISTORY_EF_SEARCH, params["candidates"])
+        with self._db.connection() as conn:
+            # Iterative scan: a filter (channel, time range) that rejects candidates makes
+            # the walk go on instead of returning fewer windows (pgvector >= 0.8).
+            conn.execute(
+                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                " set_config('hnsw.ef_search', %s, true)",
+                (str(ef_search),),
             )
-            for r in rows
-        ]
+            rows = conn.execute(statement, params).fetchall()
+        return [_match(r) for r in rows]
 
     def drop_model(self, model: str) -> int:
+        # The model's indexes go first, in a short transaction of their own: DROP INDEX
+        # locks the table, which must not last as long as deleting the rows.
+        with self._db.connection() as conn:
+            self._indexes.drop_model(conn, model)
         with self._db.connection() as conn:
             return conn.execute(
                 "DELETE FROM dw_message_embeddings WHERE model = %s", (model,)
@@ -207,5 +288,78 @@ def _row(model: str, w: EmbeddedWindow) -> dict[str, Any]:
     }
 
 
+def _params(org_id: str, model: str, vector: EmbeddingVector, k: int) -> dict[str, Any]:
+    return {
+        "org_id": org_id,
+        "model": model,
+        "vector": HalfVector(list(vector.values)),
+        "k": k,
+        "min_n": MIN_DISTRIBUTION,
+    }
+
+
+def _match(r: dict[str, Any]) -> WindowMatch:
+    return WindowMatch(
+        window_id=_uuid(r["id"]),
+        similarity=float(cast(float, r["similarity"])),
+        event_ids=tuple(cast(list[str], r["source_event_ids"])),
+        relevance=None if r["relevance"] is None else float(cast(float, r["relevance"])),
+    )
+
+
 def _uuid(value: object) -> uuid.UUID:
     return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+
+def indexed_statement(
+    org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int, dims: int
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """The index path's statement and its parameters (its own function: the benchmark
+    explains it)."""
+    params = _params(org_id, model, vector, k)
+    params["sample"] = DISTRIBUTION_SAMPLE
+    params["candidates"] = k * CANDIDATE_FACTOR
+    filters = window_filters(query, params)
+    distance = sql.SQL("embedding::halfvec({d}) <=> %(vector)s::halfvec({d})").format(
+        d=sql.Literal(dims)
+    )
+    scope = sql.SQL("org_id = {org} AND model = {model}").format(
+        org=sql.Literal(org_id), model=sql.Literal(model)
+    )
+    # One scan per script group, each on its group's index (the group is a literal, so the
+    # planner matches the index's predicate).
+    scans = sql.SQL(" UNION ALL ").join(
+        sql.SQL(
+            """(
+            SELECT id, script_group, {distance} AS distance FROM dw_message_embeddings
+            WHERE {scope} AND script_group = {group}{filters}
+              AND EXISTS (SELECT 1 FROM groups WHERE script_group = {group})
+            ORDER BY {distance} LIMIT %(candidates)s)"""
+        ).format(distance=distance, scope=scope, group=sql.Literal(g.value), filters=filters)
+        for g in ScriptGroup
+    )
+    statement = sql.SQL(
+        """
+        WITH sample AS MATERIALIZED (
+            SELECT script_group, 1 - (embedding <=> %(vector)s) AS similarity
+            FROM dw_message_embeddings WHERE {scope}
+            ORDER BY id LIMIT %(sample)s
+        ), {statistics}, candidates AS MATERIALIZED (
+            {scans}
+        ), best AS (
+            SELECT s.id, s.similarity, {relevance} AS relevance, 0 AS windows
+            FROM (SELECT id, script_group, 1 - distance AS similarity FROM candidates) s
+            JOIN groups g USING (script_group) CROSS JOIN overall o
+            ORDER BY relevance DESC NULLS LAST, s.similarity DESC, s.id
+            LIMIT %(k)s
+        )
+        {chosen}
+        """
+    ).format(
+        scope=scope,
+        statistics=sql.SQL(_STATISTICS).format(source=sql.SQL("sample")),
+        scans=scans,
+        relevance=sql.SQL(_RELEVANCE),
+        chosen=sql.SQL(_CHOSEN),
+    )
+    return statement, params

@@ -11,6 +11,7 @@ from psycopg import Connection, sql
 from memory.application.history.erasure import ErasedOrg, ErasureReport
 from memory.domain.history.partition import Partition
 from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
+from memory.infrastructure.history.search_indexes import PostgresWindowIndexes
 from memory.infrastructure.postgres.database import Database
 
 # Windows first, found by the events they cover (`source_event_ids` holds every covered id),
@@ -78,6 +79,9 @@ class PostgresErasure:
             retention = conn.execute(
                 "DELETE FROM dw_org_retention WHERE org_id = %(org_id)s", params
             ).rowcount
+        # The org's search indexes (docs/adr/0134) go after, in a short transaction: DROP
+        # INDEX locks the whole table, which must not last as long as the deletes above.
+        PostgresWindowIndexes(self._db).drop_org(org_id)
         return ErasedOrg(
             events_deleted=events,
             windows_deleted=windows,

@@ -1,0 +1,606 @@
+"""Large orgs benchmark: history search past the exact scan, and policy recall at 100k.
+
+    .venv/bin/python bench/large_orgs.py                           # defaults below
+    .venv/bin/python bench/large_orgs.py --windows 1000,10000 --policies 10000
+
+Starts a private PostgreSQL cluster in a temporary home and bulk-loads vectors with COPY
+(no model, no sweep), so 100,000 windows and 100,000 policies load in minutes.
+
+Vectors: clustered synthetic vectors whose similarity distribution is calibrated on the
+bundled model's (multilingual-e5-small on the precision set, docs/adr/0134): a direction
+every text shares (e5's scores crowd into 0.7-1.0), a topic, a sub-topic and noise. Queries
+come from the same process. History windows are 1024 dimensions (bge-m3's size), a quarter
+of them Han (a script group of their own, docs/adr/0112); policies are 384.
+
+Measured, each path side by side in the same run:
+
+- history, per org size: the semantic leg (`PostgresWindowEmbeddings.nearest`) on the exact
+  scan (the baseline) and on the org's partial HNSW index, p50/p95 and recall@10 against the
+  exact scan's answer; hybrid search (full-text + semantic + messages, query embedding
+  excluded) on each path; the index's build time; upsert throughput of new windows into the
+  org with and without its index (the sweep's write cost);
+- policies, per size: `PostgresPolicyReadModel.search` on the exact scan (the baseline) and
+  on HNSW at several `ef_search`, unfiltered and with a tag filter that keeps 1%, p50/p95
+  and recall@10 against exact.
+
+Every ratio is against the exact path measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pgvector import HalfVector
+from psycopg.types.json import Jsonb
+
+from memory.application.embedding import ModelStatus
+from memory.application.history.ports import EmbeddedWindow
+from memory.domain.audit.admin_action import Actor
+from memory.domain.embedding import EmbeddingVector, ModelIdentity
+from memory.domain.history.chat_event import ChatEvent
+from memory.domain.history.conversation import ChatMessage, ConversationWindow, WindowClosure
+from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
+from memory.domain.history.partition import Partition
+from memory.domain.history.search import HistoryQuery, SemanticState
+from memory.domain.history.search_path import HistorySearchMode
+from memory.domain.policy.filters import SearchFilter, TagMatch, TagMode
+from memory.domain.policy.pagination import PageRequest
+from memory.domain.policy.search import SearchRequest
+from memory.domain.policy.threshold import SimilarityThreshold
+from memory.entrypoints.history_runtime import HistoryRuntime
+from memory.infrastructure.embedding.hashing import HashEmbeddingModel
+from memory.infrastructure.history.embeddings import PostgresWindowEmbeddings
+from memory.infrastructure.history.search_indexes import PostgresWindowIndexes
+from memory.infrastructure.policy.indexes import ensure_hnsw_index
+from memory.infrastructure.policy.read_model import PostgresPolicyReadModel
+from memory.infrastructure.postgres.database import Database
+from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database
+from memory.infrastructure.settings import Settings
+
+HISTORY_MODEL = "hash:1024"
+HISTORY_DIMS = 1024
+POLICY_MODEL = "bench:384"
+POLICY_DIMS = 384
+SEARCH_LIMIT = 20
+RECALL_K = 10
+WARMUP_QUERIES = 10
+MESSAGES_PER_WINDOW = 3
+HAN_SHARE = 0.25
+RARE_TAG = "rare"
+RARE_SHARE = 0.01
+SWEEP_WINDOWS = 1000
+SWEEP_SPACING = timedelta(minutes=40)
+POLICY_EF_SEARCH = (100, 200, 400)
+BENCH_ACTOR = Actor("bench", "bench/large_orgs.py")
+WORDS = [
+    "leave",
+    "claim",
+    "laptop",
+    "password",
+    "payroll",
+    "invoice",
+    "meeting",
+    "deadline",
+    "budget",
+    "contract",
+    "travel",
+    "expense",
+    "badge",
+    "office",
+    "printer",
+    "vpn",
+    "account",
+    "refund",
+    "holiday",
+    "overtime",
+    "training",
+    "audit",
+]
+
+
+class ClusteredVectors:
+    """Unit vectors `sqrt(a)*common + sqrt(b)*topic + sqrt(c)*jitter + sqrt(d)*noise`,
+    normalised. Topics and jitter live in one 32-dimension subspace, so topics overlap by
+    degrees as real ones do; the noise is full-dimensional. The weights were fitted to the
+    bundled model's figures on the precision set (202 documents, 80 queries): per-query mean
+    similarity 0.785 (here 0.80), spread 0.026 (0.027), best hit 3.3 spreads above the mean
+    (3.4), tenth 1.7 (1.6), a document's nearest neighbour 0.90 (0.90); docs/adr/0134."""
+
+    COMMON = 0.79
+    TOPIC = 0.09
+    JITTER = 0.05
+    SUBSPACE = 32
+    DOCUMENTS_PER_TOPIC = 50
+
+    def __init__(self, dims: int, documents: int, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+        self.dims = dims
+        self._common = self._unit(1, dims)[0]
+        self._basis = self._unit(self.SUBSPACE, dims)
+        topics = max(60, documents // self.DOCUMENTS_PER_TOPIC)
+        self._topics = self._in_subspace(topics)
+
+    def _unit(self, n: int, dims: int) -> np.ndarray:
+        v = self._rng.standard_normal((n, dims)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def _in_subspace(self, n: int) -> np.ndarray:
+        v = self._unit(n, self.SUBSPACE) @ self._basis
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def sample(self, n: int) -> np.ndarray:
+        topic = self._topics[self._rng.integers(0, len(self._topics), n)]
+        noise = 1.0 - self.COMMON - self.TOPIC - self.JITTER
+        v = (
+            np.sqrt(self.COMMON) * self._common
+            + np.sqrt(self.TOPIC) * topic
+            + np.sqrt(self.JITTER) * self._in_subspace(n)
+            + np.sqrt(noise) * self._unit(n, self.dims)
+        )
+        return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float16)
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+@dataclass
+class Row:
+    name: str
+    value: str
+    ratio: str = ""
+    note: str = ""
+
+
+def latency(fn: Callable[[int], object], queries: int) -> list[float]:
+    for i in range(min(WARMUP_QUERIES, queries)):
+        fn(i)
+    samples = []
+    for i in range(queries):
+        started = time.perf_counter()
+        fn(i)
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def timing(samples: Sequence[float]) -> str:
+    return f"p50 {statistics.median(samples):.1f} ms, p95 {pct(samples, 0.95):.1f} ms"
+
+
+def recall(found: Sequence[Sequence[Any]], truth: Sequence[Sequence[Any]]) -> float:
+    hits = sum(
+        len(set(f[:RECALL_K]) & set(t[:RECALL_K])) for f, t in zip(found, truth, strict=True)
+    )
+    return hits / max(1, sum(min(RECALL_K, len(t)) for t in truth))
+
+
+@contextmanager
+def cluster() -> Iterator[str]:
+    home = Path(tempfile.mkdtemp(prefix="memory-bench-large-"))
+    home.chmod(0o755)
+    pg = EmbeddedPostgres(home, durable=False)
+    try:
+        yield create_database(pg.start(), "large_orgs_bench")
+    finally:
+        pg.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+# -- history -------------------------------------------------------------------------------
+
+
+class QueryVectors:
+    """`hash:1024` for documents (the sweep's write cost is measured with it: the model
+    costs ~nothing, so the sweep's own cost shows), with query vectors drawn from the
+    clustered set before timing: hybrid search measured without the query embedding."""
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        self._documents = HashEmbeddingModel(HISTORY_DIMS)
+        self._vectors = {f"q{i} {WORDS[i % len(WORDS)]}": v for i, v in enumerate(vectors)}
+        self.texts = list(self._vectors)
+
+    @property
+    def identity(self) -> ModelIdentity:
+        return ModelIdentity(HISTORY_MODEL, HISTORY_DIMS)
+
+    @property
+    def max_input_tokens(self) -> int:
+        return 512
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed_documents(self, texts: Sequence[str]) -> list[EmbeddingVector]:
+        return self._documents.embed_documents(texts)
+
+    def embed_query(self, text: str) -> EmbeddingVector:
+        return EmbeddingVector(tuple(float(x) for x in self._vectors[text]))
+
+    def status(self) -> ModelStatus:
+        return ModelStatus(HISTORY_MODEL, HISTORY_DIMS, available=True)
+
+
+def load_windows(
+    database: Database,
+    org: str,
+    vectors: np.ndarray,
+    start: datetime,
+    *,
+    first: int = 0,
+    embedded: bool = True,
+) -> list[EmbeddedWindow]:
+    """COPY `len(vectors)` windows of three messages into one org over 20 channels: the
+    messages always, the windows' rows only when `embedded` (else the caller upserts them)."""
+    rng = np.random.default_rng(len(vectors) + first)
+    han = rng.random(len(vectors)) < HAN_SHARE
+    windows: list[EmbeddedWindow] = []
+    for n, v in enumerate(vectors):
+        i = first + n
+        at = start + timedelta(minutes=i)
+        text = (
+            "\u5047\u671f" * 10
+            if han[n]
+            else " ".join(WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(6))
+        )
+        messages = tuple(
+            ChatMessage(f"{org}-w{i}-m{m}", f"u{m}", f"{text} {i}", at + timedelta(seconds=m))
+            for m in range(MESSAGES_PER_WINDOW)
+        )
+        windows.append(
+            EmbeddedWindow(
+                id=uuid.uuid5(uuid.NAMESPACE_URL, f"{org}/{i}"),
+                partition=Partition(org, "slack", f"c{i % 20}"),
+                window=ConversationWindow(messages, WindowClosure.GAP),
+                vector=EmbeddingVector(tuple(float(x) for x in v)) if not embedded else _NO_VECTOR,
+            )
+        )
+    with database.connection() as conn, conn.cursor() as cur:
+        with cur.copy(
+            "COPY dw_chat_events (org_id, event_id, provider, external_channel_id, sender,"
+            " event_type, decision, message_text, occurred_at) FROM STDIN"
+        ) as copy:
+            for w in windows:
+                for m in w.window.messages:
+                    copy.write_row(
+                        (
+                            org,
+                            m.event_id,
+                            "slack",
+                            w.partition.channel_id,
+                            m.sender,
+                            "message",
+                            "allow",
+                            m.text,
+                            m.occurred_at,
+                        )
+                    )
+        if embedded:
+            with cur.copy(
+                "COPY dw_message_embeddings (id, org_id, provider, external_channel_id,"
+                " model, embedding, content, source_event_ids, first_occurred_at,"
+                " last_occurred_at, script_group) FROM STDIN WITH (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(
+                    [
+                        "uuid",
+                        "text",
+                        "text",
+                        "text",
+                        "text",
+                        "halfvec",
+                        "text",
+                        "text[]",
+                        "timestamptz",
+                        "timestamptz",
+                        "text",
+                    ]
+                )
+                for w, v, is_han in zip(windows, vectors, han, strict=True):
+                    copy.write_row(
+                        (
+                            w.id,
+                            org,
+                            "slack",
+                            w.partition.channel_id,
+                            HISTORY_MODEL,
+                            HalfVector(v),
+                            w.window.content,
+                            list(w.window.event_ids),
+                            w.window.first.occurred_at,
+                            w.window.last.occurred_at,
+                            "han" if is_han else "other",
+                        )
+                    )
+    with database.connection() as conn:
+        conn.execute("ANALYZE dw_message_embeddings")
+        conn.execute("ANALYZE dw_chat_events")
+    return windows
+
+
+_NO_VECTOR = EmbeddingVector((0.0,))
+
+
+def semantic_leg(
+    windows: PostgresWindowEmbeddings, org: str, model: QueryVectors
+) -> tuple[list[float], list[list[uuid.UUID]]]:
+    """The KNN statement alone (`nearest`), as search calls it."""
+    vectors = [model.embed_query(text) for text in model.texts]
+    found: dict[int, list[uuid.UUID]] = {}
+
+    def one(i: int) -> None:
+        query = HistoryQuery(model.texts[i], limit=SEARCH_LIMIT)
+        matches = windows.nearest(org, HISTORY_MODEL, vectors[i], query, SEARCH_LIMIT)
+        found[i] = [m.window_id for m in matches]
+
+    samples = latency(one, len(vectors))
+    return samples, [found[i] for i in range(len(vectors))]
+
+
+def hybrid(runtime: HistoryRuntime, org: str, texts: Sequence[str]) -> list[float]:
+    def one(i: int) -> None:
+        result = runtime.service.search(org, HistoryQuery(texts[i], limit=SEARCH_LIMIT))
+        assert result.semantic is SemanticState.ON, result.semantic
+
+    return latency(one, len(texts))
+
+
+def new_messages(org: str, tag: str, windows: int, start: datetime) -> list[ChatEvent]:
+    """`windows` closed windows of new messages in 10 channels of their own."""
+    return [
+        ChatEvent(
+            event_id=f"{org}-{tag}-{w}-{m}",
+            provider="slack",
+            channel_id=f"{tag}-{w % 10}",
+            sender=f"u{m}",
+            text=" ".join(WORDS[(w * 5 + m * 3 + j) % len(WORDS)] for j in range(12)),
+            occurred_at=start + SWEEP_SPACING * (w // 10) + timedelta(seconds=30 * m),
+        )
+        for w in range(windows)
+        for m in range(MESSAGES_PER_WINDOW)
+    ]
+
+
+def sweep_rate(runtime: HistoryRuntime, org: str, tag: str, windows: int) -> float:
+    """Windows/s of one sweep pass over `windows` new windows of the org."""
+    start = datetime.now(UTC) - timedelta(days=10)
+    events = new_messages(org, tag, windows, start)
+    for i in range(0, len(events), 900):
+        runtime.service.ingest(org, events[i : i + 900])
+    started = time.perf_counter()
+    report = runtime.service.sweep(org, trigger="bench")
+    seconds = time.perf_counter() - started
+    assert report.windows_embedded == windows, report
+    return windows / seconds
+
+
+def bench_history(database: Database, size: int, queries: int, seed: int) -> list[Row]:
+    gen = ClusteredVectors(HISTORY_DIMS, size, seed)
+    org = f"org-{size}"
+    start = datetime.now(UTC) - timedelta(days=20)
+    load_started = time.perf_counter()
+    load_windows(database, org, gen.sample(size), start)
+    load_seconds = time.perf_counter() - load_started
+    model = QueryVectors(gen.sample(queries))
+    writes = min(SWEEP_WINDOWS, max(size // 10, 100))
+    exact_runtime = HistoryRuntime(
+        Settings(history_search_mode=HistorySearchMode.EXACT), database, model
+    )
+    index_runtime = HistoryRuntime(
+        Settings(history_search_mode=HistorySearchMode.APPROXIMATE), database, model
+    )
+    try:
+        exact_runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=BENCH_ACTOR)
+        rate_before = sweep_rate(exact_runtime, org, "before", writes)
+        indexes = PostgresWindowIndexes(database)
+        indexes.request(org, HISTORY_MODEL, size)
+        built = indexes.build_next()
+        assert built is not None and built.org_id == org, built
+        rate_after = sweep_rate(index_runtime, org, "after", writes)
+        with database.connection() as conn:
+            conn.execute("ANALYZE dw_message_embeddings")
+        exact_ms, truth = semantic_leg(exact_runtime.windows, org, model)
+        index_ms, found = semantic_leg(index_runtime.windows, org, model)
+        hybrid_exact = hybrid(exact_runtime, org, model.texts)
+        hybrid_index = hybrid(index_runtime, org, model.texts)
+    finally:
+        exact_runtime.close()
+        index_runtime.close()
+    total = size + 2 * writes
+    exact_p50 = statistics.median(exact_ms)
+    return [
+        Row(
+            f"history @ {total:,} windows: semantic leg, exact scan (baseline)",
+            timing(exact_ms),
+            "1.00",
+            f"{size:,} windows loaded in {load_seconds:.0f} s",
+        ),
+        Row(
+            f"history @ {total:,} windows: semantic leg, the org's HNSW index",
+            timing(index_ms),
+            f"{statistics.median(index_ms) / exact_p50:.2f}",
+            f"recall@10 {recall(found, truth):.3f}; index built in {built.seconds:.1f} s",
+        ),
+        Row(
+            f"history @ {total:,} windows: hybrid, query embedding excluded, exact scan",
+            timing(hybrid_exact),
+            f"{statistics.median(hybrid_exact) / exact_p50:.2f}",
+        ),
+        Row(
+            f"history @ {total:,} windows: hybrid, query embedding excluded, HNSW",
+            timing(hybrid_index),
+            f"{statistics.median(hybrid_index) / exact_p50:.2f}",
+            f"{statistics.median(hybrid_index) / statistics.median(hybrid_exact):.2f}x"
+            " the exact hybrid",
+        ),
+        Row(
+            f"history @ {total:,} windows: sweep of {writes:,} new windows, index kept",
+            f"{rate_after:,.1f} windows/s",
+            f"{rate_after / rate_before:.2f}",
+            f"against the same sweep before the index: {rate_before:,.1f} windows/s"
+            " (hash:1024, the sweep's own cost)",
+        ),
+    ]
+
+
+# -- policies ------------------------------------------------------------------------------
+
+
+def load_policies(database: Database, vectors: np.ndarray) -> None:
+    rng = np.random.default_rng(len(vectors))
+    rare = rng.random(len(vectors)) < RARE_SHARE
+    now = datetime.now(UTC)
+    with database.connection() as conn, conn.cursor() as cur:
+        with cur.copy(
+            "COPY policy_embeddings (embedding_ref, model, policy_id, version, embedding,"
+            " source, tags, metadata, content, content_sha256, created_at, updated_at,"
+            " namespace) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(
+                [
+                    "uuid",
+                    "text",
+                    "text",
+                    "int4",
+                    "halfvec",
+                    "text",
+                    "text[]",
+                    "jsonb",
+                    "text",
+                    "text",
+                    "timestamptz",
+                    "timestamptz",
+                    "text",
+                ]
+            )
+            for i, v in enumerate(vectors):
+                copy.write_row(
+                    (
+                        uuid.uuid5(uuid.NAMESPACE_URL, f"policy/{len(vectors)}/{i}"),
+                        POLICY_MODEL,
+                        f"p{len(vectors)}-{i}",
+                        1,
+                        HalfVector(v),
+                        "bench",
+                        [RARE_TAG] if rare[i] else ["common"],
+                        Jsonb({}),
+                        f"policy {i}",
+                        "-",
+                        now,
+                        now,
+                        "global",
+                    )
+                )
+        ensure_hnsw_index(conn, POLICY_MODEL)
+        conn.execute("ANALYZE policy_embeddings")
+
+
+def policy_search(
+    read_model: PostgresPolicyReadModel, queries: np.ndarray, search_filter: SearchFilter
+) -> tuple[list[float], list[list[uuid.UUID]]]:
+    vectors = [EmbeddingVector(tuple(float(x) for x in q)) for q in queries]
+    request = SearchRequest(
+        "q", SimilarityThreshold(0.0), PageRequest(limit=RECALL_K), search_filter
+    )
+    found: dict[int, list[uuid.UUID]] = {}
+
+    def one(i: int) -> None:
+        rows = read_model.search(vectors[i], request, None, 10.0)
+        found[i] = [r.embedding_ref for r in rows.results]
+
+    samples = latency(one, len(vectors))
+    return samples, [found[i] for i in range(len(vectors))]
+
+
+def bench_policies(database: Database, size: int, queries: int, seed: int) -> list[Row]:
+    gen = ClusteredVectors(POLICY_DIMS, size, seed)
+    with database.connection() as conn:
+        conn.execute("TRUNCATE policy_embeddings")
+    started = time.perf_counter()
+    load_policies(database, gen.sample(size))
+    load_seconds = time.perf_counter() - started
+    query_vectors = gen.sample(queries)
+    rows: list[Row] = []
+    filters = {
+        "unfiltered": SearchFilter(),
+        "tag filter keeping 1%": SearchFilter(tags=TagMatch(TagMode.ANY, (RARE_TAG,))),
+    }
+    for name, search_filter in filters.items():
+        exact = PostgresPolicyReadModel(database, POLICY_MODEL, mode="exact")
+        exact_ms, truth = policy_search(exact, query_vectors, search_filter)
+        rows.append(
+            Row(
+                f"policies @ {size:,}, {name}: exact scan (baseline)",
+                timing(exact_ms),
+                "1.00",
+                f"loaded and indexed in {load_seconds:.0f} s",
+            )
+        )
+        for ef in POLICY_EF_SEARCH:
+            hnsw = PostgresPolicyReadModel(database, POLICY_MODEL, mode="hnsw", ef_search=ef)
+            hnsw_ms, found = policy_search(hnsw, query_vectors, search_filter)
+            rows.append(
+                Row(
+                    f"policies @ {size:,}, {name}: HNSW, ef_search {ef}",
+                    timing(hnsw_ms),
+                    f"{statistics.median(hnsw_ms) / statistics.median(exact_ms):.2f}",
+                    f"recall@10 {recall(found, truth):.3f}",
+                )
+            )
+    return rows
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| measurement | result | ratio vs exact | notes |", "|---|---|---|---|"]
+    lines += [f"| {r.name} | {r.value} | {r.ratio} | {r.note} |" for r in rows]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--windows", default="1000,10000,100000", help="org sizes")
+    parser.add_argument("--policies", default="10000,100000", help="policy counts")
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.windows.split(",") if s]
+    policies = [int(s) for s in args.policies.split(",") if s]
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    rows: list[Row] = []
+    started = time.perf_counter()
+    with cluster() as url:
+        database = Database(url, min_size=1, max_size=8)
+        database.open()
+        try:
+            database.migrate()
+            for size in policies:
+                rows += bench_policies(database, size, args.queries, args.seed)
+            for size in sizes:
+                rows += bench_history(database, size, args.queries, args.seed)
+        finally:
+            database.close()
+    print()
+    print(table(rows))
+    print(f"\n(total {time.perf_counter() - started:.0f} s, {os.cpu_count()} CPUs;")
+    print(f" before: {uptime};")
+    print(f" after: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,311 @@
+"""Per-org partial HNSW indexes over `dw_message_embeddings` (docs/adr/0134).
+
+An org whose search saw it pass the threshold (memory.domain.history.search_path) is asked
+for in `dw_window_indexes`; a builder creates its indexes with CREATE INDEX CONCURRENTLY, so
+the sweep keeps writing while they build, and marks them ready. One index per script group
+(docs/adr/0112: relevance ranks each group against its own distribution, so search takes
+each group's nearest windows) of one org's rows of one model, on the cast to the model's
+size:
+
+    USING hnsw ((embedding::halfvec(<dims>)) halfvec_cosine_ops)
+    WHERE org_id = '<org>' AND model = '<model>' AND script_group = '<group>'
+
+A query uses one when it repeats the cast and names org, model and group as literals (a
+generic plan could not prove the predicate). A builder holds a session advisory lock on the
+request while it builds: a process that dies mid-build leaves an invalid index and an
+unlocked 'building' row, which the next builder drops and builds again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, cast
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from memory.domain.relevance import ScriptGroup
+from memory.infrastructure.postgres.database import Database
+
+log = logging.getLogger(__name__)
+
+# pgvector's defaults (as policy's index, docs/adr/0023); recall at these is measured in
+# bench/large_orgs.py.
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+# Memory for one build: a 100k-window graph of halfvec(1024) fits (~450 MB), and a graph
+# that fits builds several times faster. Set for the builder's session only.
+INDEX_BUILD_MEMORY = "1GB"
+# How often a running build's progress is copied into dw_window_indexes.
+PROGRESS_INTERVAL_SECONDS = 2.0
+# Advisory lock class of index builds (the key is hashtext(index name)).
+BUILD_LOCK_CLASS = 1134
+
+
+def index_name(org_id: str, model: str) -> str:
+    """The request's name; each group's index adds the group (`group_index_name`)."""
+    digest = hashlib.sha256(f"{org_id}\x00{model}".encode()).hexdigest()[:20]
+    return f"dw_window_hnsw_{digest}"
+
+
+def group_index_name(name: str, group: ScriptGroup) -> str:
+    return f"{name}_{group.value}"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexProgress:
+    org_id: str
+    model: str
+    state: str
+    phase: str | None
+    tuples_done: int | None
+    tuples_total: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltIndex:
+    org_id: str
+    model: str
+    index_name: str
+    dimensions: int
+    seconds: float
+
+
+class PostgresWindowIndexes:
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def ready_dimensions(self, org_id: str, model: str) -> int | None:
+        """The vector size of the org's ready index for the model, or None."""
+        with self._db.connection() as conn:
+            row = conn.execute(
+                "SELECT dimensions FROM dw_window_indexes"
+                " WHERE org_id = %s AND model = %s AND state = 'ready'",
+                (org_id, model),
+            ).fetchone()
+        return None if row is None else int(cast(int, row["dimensions"]))
+
+    def request(self, org_id: str, model: str, windows_seen: int) -> None:
+        """Ask for the org's index (a no-op when asked before)."""
+        with self._db.connection() as conn:
+            conn.execute(
+                "INSERT INTO dw_window_indexes (org_id, model, index_name, windows_seen)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (org_id, model) DO NOTHING",
+                (org_id, model, index_name(org_id, model), windows_seen),
+            )
+
+    def progress(self) -> list[IndexProgress]:
+        """Indexes not yet ready, oldest request first (the builder's queue)."""
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                "SELECT org_id, model, state, phase, tuples_done, tuples_total"
+                " FROM dw_window_indexes WHERE state <> 'ready' ORDER BY requested_at"
+            ).fetchall()
+        return [
+            IndexProgress(
+                org_id=str(r["org_id"]),
+                model=str(r["model"]),
+                state=str(r["state"]),
+                phase=None if r["phase"] is None else str(r["phase"]),
+                tuples_done=_count(r["tuples_done"]),
+                tuples_total=_count(r["tuples_total"]),
+            )
+            for r in rows
+        ]
+
+    def drop_model(self, conn: psycopg.Connection[Any], model: str) -> int:
+        """Drops every org's index of the model, in the caller's transaction."""
+        rows = conn.execute(
+            "DELETE FROM dw_window_indexes WHERE model = %s RETURNING index_name", (model,)
+        ).fetchall()
+        return self._drop(conn, rows)
+
+    def drop_org(self, org_id: str) -> int:
+        """Drops the org's indexes (its windows are gone: the org was erased), in a short
+        transaction of its own (DROP INDEX locks the table)."""
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                "DELETE FROM dw_window_indexes WHERE org_id = %s RETURNING index_name", (org_id,)
+            ).fetchall()
+            return self._drop(conn, rows)
+
+    @staticmethod
+    def _drop(conn: psycopg.Connection[Any], rows: list[Any]) -> int:
+        for r in rows:
+            for group in ScriptGroup:
+                name = group_index_name(str(r["index_name"]), group)
+                conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
+        return len(rows)
+
+    def build_next(self, stop: threading.Event | None = None) -> BuiltIndex | None:
+        """Builds the oldest wanted index nobody else is building; None when there is none.
+        Runs on a session of its own: CREATE INDEX CONCURRENTLY cannot run in a transaction."""
+        with psycopg.connect(self._db.direct_url, autocommit=True, row_factory=dict_row) as conn:
+            claimed = self._claim(conn)
+            if claimed is None:
+                return None
+            org_id, model, name = claimed
+            try:
+                return self._build(conn, org_id, model, name, stop)
+            finally:
+                conn.execute(
+                    "SELECT pg_advisory_unlock(%s, hashtext(%s))", (BUILD_LOCK_CLASS, name)
+                )
+
+    def _claim(self, conn: psycopg.Connection[dict[str, Any]]) -> tuple[str, str, str] | None:
+        rows = conn.execute(
+            "SELECT org_id, model, index_name FROM dw_window_indexes"
+            " WHERE state <> 'ready' ORDER BY requested_at"
+        ).fetchall()
+        for r in rows:
+            locked = conn.execute(
+                "SELECT pg_try_advisory_lock(%s, hashtext(%s)) AS ok",
+                (BUILD_LOCK_CLASS, r["index_name"]),
+            ).fetchone()
+            if locked and locked["ok"]:
+                return str(r["org_id"]), str(r["model"]), str(r["index_name"])
+        return None
+
+    def _build(
+        self,
+        conn: psycopg.Connection[dict[str, Any]],
+        org_id: str,
+        model: str,
+        name: str,
+        stop: threading.Event | None,
+    ) -> BuiltIndex | None:
+        dims_row = conn.execute(
+            "SELECT vector_dims(embedding) AS dims FROM dw_message_embeddings"
+            " WHERE org_id = %s AND model = %s LIMIT 1",
+            (org_id, model),
+        ).fetchone()
+        if dims_row is None:
+            # Nothing left to index (purged or dropped since): forget the request.
+            conn.execute(
+                "DELETE FROM dw_window_indexes WHERE org_id = %s AND model = %s", (org_id, model)
+            )
+            return None
+        dims = int(dims_row["dims"])
+        started = time.monotonic()
+        conn.execute(
+            "UPDATE dw_window_indexes SET state = 'building', dimensions = %s,"
+            " started_at = now(), phase = NULL, tuples_done = NULL, tuples_total = NULL"
+            " WHERE org_id = %s AND model = %s",
+            (dims, org_id, model),
+        )
+        # An index left invalid by a builder that died half-way.
+        self._drop_concurrently(conn, name)
+        conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (INDEX_BUILD_MEMORY,))
+        pid_row = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()
+        pid = int(cast(int, pid_row["pid"])) if pid_row is not None else 0
+        watcher = _ProgressWatcher(self._db, org_id, model, pid)
+        watcher.start()
+        try:
+            for group in ScriptGroup:
+                if stop is not None and stop.is_set():
+                    return None
+                conn.execute(_create_statement(name, org_id, model, group, dims))
+        finally:
+            watcher.stop()
+        seconds = time.monotonic() - started
+        marked = conn.execute(
+            "UPDATE dw_window_indexes SET state = 'ready', ready_at = now(), phase = NULL"
+            " WHERE org_id = %s AND model = %s AND index_name = %s RETURNING 1",
+            (org_id, model, name),
+        ).fetchone()
+        if marked is None:
+            # The model was dropped while the index was built: drop_model deleted the row.
+            self._drop_concurrently(conn, name)
+            return None
+        log.info(
+            "history search index ready: org %s model %s (%d dims) in %.1f s",
+            org_id,
+            model,
+            dims,
+            seconds,
+        )
+        return BuiltIndex(org_id, model, name, dims, seconds)
+
+    @staticmethod
+    def _drop_concurrently(conn: psycopg.Connection[dict[str, Any]], name: str) -> None:
+        for group in ScriptGroup:
+            conn.execute(
+                sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(
+                    sql.Identifier(group_index_name(name, group))
+                )
+            )
+
+
+def _create_statement(
+    name: str, org_id: str, model: str, group: ScriptGroup, dims: int
+) -> sql.Composed:
+    return sql.SQL(
+        "CREATE INDEX CONCURRENTLY {name} ON dw_message_embeddings"
+        " USING hnsw ((embedding::halfvec({dims})) halfvec_cosine_ops)"
+        " WITH (m = {m}, ef_construction = {ef})"
+        " WHERE org_id = {org} AND model = {model} AND script_group = {group}"
+    ).format(
+        name=sql.Identifier(group_index_name(name, group)),
+        dims=sql.Literal(dims),
+        m=sql.Literal(HNSW_M),
+        ef=sql.Literal(HNSW_EF_CONSTRUCTION),
+        org=sql.Literal(org_id),
+        model=sql.Literal(model),
+        group=sql.Literal(group.value),
+    )
+
+
+class _ProgressWatcher:
+    """Copies a build's pg_stat_progress_create_index row into dw_window_indexes every
+    PROGRESS_INTERVAL_SECONDS (and logs it), so an operator sees how far it got."""
+
+    def __init__(self, database: Database, org_id: str, model: str, pid: int) -> None:
+        self._db = database
+        self._org_id = org_id
+        self._model = model
+        self._pid = pid
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="window-index-progress", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._done.wait(PROGRESS_INTERVAL_SECONDS):
+            try:
+                self._copy()
+            except psycopg.Error as exc:  # progress is best effort; the build goes on
+                log.warning("history search index progress unavailable: %s", exc)
+
+    def _copy(self) -> None:
+        with self._db.connection() as conn:
+            row = conn.execute(
+                "UPDATE dw_window_indexes i SET phase = p.phase,"
+                " tuples_done = p.tuples_done, tuples_total = p.tuples_total"
+                " FROM pg_stat_progress_create_index p"
+                " WHERE p.pid = %s AND i.org_id = %s AND i.model = %s"
+                " RETURNING i.phase, i.tuples_done, i.tuples_total",
+                (self._pid, self._org_id, self._model),
+            ).fetchone()
+        if row is not None:
+            log.info(
+                "history search index for org %s model %s: %s, %s of %s windows",
+                self._org_id,
+                self._model,
+                row["phase"],
+                row["tuples_done"],
+                row["tuples_total"],
+            )
+
+
+def _count(value: object) -> int | None:
+    return None if value is None else int(cast(int, value))
