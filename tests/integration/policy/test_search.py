@@ -15,10 +15,14 @@ from tests.integration.policy.conftest import MakeRuntime, StartProjector
 from memory.application.errors import DeadlineExceeded
 from memory.application.policy.commands import NewPolicy
 from memory.domain.errors import InvalidInput
-from memory.domain.policy.search import PolicySearch, SimilarityResult
+from memory.domain.policy.filters import SearchFilter, TagMatch, TagMode
+from memory.domain.policy.pagination import PageRequest
+from memory.domain.policy.search import PolicySearch, SearchRequest, SimilarityResult
+from memory.domain.policy.threshold import SimilarityThreshold
 from memory.domain.relevance import ScriptGroup, relevances
 from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.policy.model_objects import ModelObjects
+from memory.infrastructure.policy.read_model import PostgresPolicyReadModel
 from memory.infrastructure.postgres.database import Database
 
 SOURCES = ("hr", "finance", "it")
@@ -300,3 +304,37 @@ def test_results_carry_relevance_and_min_relevance_is_the_alternative_threshold(
         with pytest.raises(InvalidInput) as raised:
             runtime.service.search(PolicySearch(QUERY, min_relevance=bad))
         assert raised.value.field == "min_relevance"
+
+
+def test_a_selective_filter_is_searched_exactly_instead_of_walking_the_graph(
+    corpus: tuple[PolicyRuntime, datetime], policy_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter the planner expects to keep few rows is answered by an exact scan of those
+    rows, not by a graph walk past the rows it rejects (docs/adr/0135); an unfiltered
+    search still walks the graph."""
+    runtime, _ = corpus
+    model_id = runtime.model.identity.id
+    hnsw = PostgresPolicyReadModel(policy_db, model_id, mode="hnsw")
+    exact = PostgresPolicyReadModel(policy_db, model_id, mode="exact")
+    walks: list[int] = []
+    walk = hnsw._nearest
+
+    def counted(*args: Any) -> list[dict[str, Any]]:
+        walks.append(1)
+        return walk(*args)
+
+    monkeypatch.setattr(hnsw, "_nearest", counted)
+    vector = runtime.model.embed_query(QUERY)
+
+    def request(search_filter: SearchFilter) -> SearchRequest:
+        return SearchRequest(QUERY, SimilarityThreshold(0.0), PageRequest(limit=5), search_filter)
+
+    selective = request(SearchFilter(tags=TagMatch(TagMode.ANY, ("g0",))))
+    found = hnsw.search(vector, selective, None, 5.0)
+    expected = exact.search(vector, selective, None, 5.0)
+    assert walks == []
+    assert [r.embedding_ref for r in found.results] == [r.embedding_ref for r in expected.results]
+    assert len(found.results) == 5
+
+    hnsw.search(vector, request(SearchFilter()), None, 5.0)
+    assert walks == [1]
