@@ -22,6 +22,8 @@ import hashlib
 import logging
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -45,6 +47,14 @@ INDEX_BUILD_MEMORY = "1GB"
 PROGRESS_INTERVAL_SECONDS = 2.0
 # Advisory lock class of index builds (the key is hashtext(index name)).
 BUILD_LOCK_CLASS = 1134
+# How long a process trusts what it read about an org's index: search keeps its four
+# statements (docs/adr/0117) and looks again at most this often per org and model. An index
+# built by another replica serves this one's searches at most this late (they stay exact
+# meanwhile); one dropped by another replica is asked for by its statement at most this long
+# (the planner then scans the org's rows instead: same answer, slower).
+READY_CACHE_SECONDS = 30.0
+# Orgs and models remembered; beyond, the oldest are forgotten (and read again).
+READY_CACHE_SIZE = 10_000
 
 
 def index_name(org_id: str, model: str) -> str:
@@ -77,21 +87,56 @@ class BuiltIndex:
 
 
 class PostgresWindowIndexes:
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._db = database
+        self._clock = clock
+        self._ready: OrderedDict[tuple[str, str], tuple[int | None, float]] = OrderedDict()
+        self._requested: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._ready_lock = threading.Lock()
 
     def ready_dimensions(self, org_id: str, model: str) -> int | None:
-        """The vector size of the org's ready index for the model, or None."""
-        with self._db.connection() as conn:
-            row = conn.execute(
+        """The vector size of the org's ready index for the model, or None (read at most
+        every READY_CACHE_SECONDS per org and model)."""
+        key = (org_id, model)
+        now = self._clock()
+        with self._ready_lock:
+            cached = self._ready.get(key)
+        if cached is not None and now - cached[1] < READY_CACHE_SECONDS:
+            return cached[0]
+        row = self._db.read(
+            lambda conn: conn.execute(
                 "SELECT dimensions FROM dw_window_indexes"
                 " WHERE org_id = %s AND model = %s AND state = 'ready'",
-                (org_id, model),
+                key,
             ).fetchone()
-        return None if row is None else int(cast(int, row["dimensions"]))
+        )
+        dims = None if row is None else int(cast(int, row["dimensions"]))
+        with self._ready_lock:
+            self._ready[key] = (dims, now)
+            self._ready.move_to_end(key)
+            while len(self._ready) > READY_CACHE_SIZE:
+                self._ready.popitem(last=False)
+        return dims
+
+    def _forget(self, org_id: str | None = None, model: str | None = None) -> None:
+        with self._ready_lock:
+            for cache in (self._ready, self._requested):
+                for key in [k for k in cache if org_id in (None, k[0]) and model in (None, k[1])]:
+                    del cache[key]
 
     def request(self, org_id: str, model: str, windows_seen: int) -> None:
-        """Ask for the org's index (a no-op when asked before)."""
+        """Ask for the org's index (a no-op when asked before; asked at most once per
+        READY_CACHE_SECONDS by this process, so searches waiting for it stay at four
+        statements)."""
+        key = (org_id, model)
+        now = self._clock()
+        with self._ready_lock:
+            asked = self._requested.get(key)
+            if asked is not None and now - asked < READY_CACHE_SECONDS:
+                return
+            self._requested[key] = now
+            while len(self._requested) > READY_CACHE_SIZE:
+                self._requested.popitem(last=False)
         with self._db.connection() as conn:
             conn.execute(
                 "INSERT INTO dw_window_indexes (org_id, model, index_name, windows_seen)"
@@ -123,6 +168,7 @@ class PostgresWindowIndexes:
         rows = conn.execute(
             "DELETE FROM dw_window_indexes WHERE model = %s RETURNING index_name", (model,)
         ).fetchall()
+        self._forget(model=model)
         return self._drop(conn, rows)
 
     def drop_org(self, org_id: str) -> int:
@@ -132,6 +178,7 @@ class PostgresWindowIndexes:
             rows = conn.execute(
                 "DELETE FROM dw_window_indexes WHERE org_id = %s RETURNING index_name", (org_id,)
             ).fetchall()
+            self._forget(org_id=org_id)
             return self._drop(conn, rows)
 
     @staticmethod
@@ -222,6 +269,7 @@ class PostgresWindowIndexes:
             # The model was dropped while the index was built: drop_model deleted the row.
             self._drop_concurrently(conn, name)
             return None
+        self._forget(org_id, model)
         log.info(
             "history search index ready: org %s model %s (%d dims) in %.1f s",
             org_id,
