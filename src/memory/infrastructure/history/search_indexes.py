@@ -53,6 +53,8 @@ BUILD_LOCK_CLASS = 1134
 # meanwhile); one dropped by another replica is asked for by its statement at most this long
 # (the planner then scans the org's rows instead: same answer, slower).
 READY_CACHE_SECONDS = 30.0
+# How long the builder waits for its own session to the database.
+CONNECT_SECONDS = 10
 # Orgs and models remembered; beyond, the oldest are forgotten (and read again).
 READY_CACHE_SIZE = 10_000
 
@@ -191,8 +193,16 @@ class PostgresWindowIndexes:
 
     def build_next(self, stop: threading.Event | None = None) -> BuiltIndex | None:
         """Builds the oldest wanted index nobody else is building; None when there is none.
-        Runs on a session of its own: CREATE INDEX CONCURRENTLY cannot run in a transaction."""
-        with psycopg.connect(self._db.direct_url, autocommit=True, row_factory=dict_row) as conn:
+        Runs on a session of its own (CREATE INDEX CONCURRENTLY cannot run in a
+        transaction), opened only when something waits."""
+        if not self.progress():
+            return None
+        with psycopg.connect(
+            self._db.direct_url,
+            autocommit=True,
+            row_factory=dict_row,
+            connect_timeout=CONNECT_SECONDS,
+        ) as conn:
             claimed = self._claim(conn)
             if claimed is None:
                 return None
