@@ -1,19 +1,16 @@
 """The history context's index builder (docs/adr/0134): builds the per-org search indexes
 that searches asked for, one at a time, in a worker thread; looks again every
 `INDEX_BUILD_POLL_SECONDS` when none is wanted. Several replicas may run it: each request is
-built by whichever replica locks it first."""
+built by whichever replica locks it first. A failed build (the database went away) ends
+the worker; its supervisor restarts it, and the request is built again."""
 
 from __future__ import annotations
 
-import logging
 import threading
 
 import anyio
-import psycopg
 
 from memory.infrastructure.history.search_indexes import PostgresWindowIndexes
-
-log = logging.getLogger(__name__)
 
 # How often an idle builder looks for wanted indexes. An org that passed the threshold is
 # searched exactly until its index is ready, so a minute late costs only speed.
@@ -36,10 +33,4 @@ class WindowIndexBuilder:
                 await anyio.sleep(self._poll_seconds)
 
     def _build_one(self) -> bool:
-        try:
-            return self._indexes.build_next(self.stop) is not None
-        except psycopg.Error as exc:
-            # The database went away or the build failed: the request stays, and the next
-            # look (or another replica) builds it again.
-            log.warning("history search index build failed: %s", exc)
-            return False
+        return self._indexes.build_next(self.stop) is not None
