@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 from tests.fakes import TEST_ACTOR, FakeModel
 
@@ -15,6 +16,7 @@ from memory.domain.history import search_path
 from memory.domain.history.search import HistoryQuery, MatchedBy
 from memory.domain.relevance import ScriptGroup
 from memory.entrypoints.history_runtime import HistoryRuntime
+from memory.entrypoints.workers.history_indexes import WindowIndexBuilder
 from memory.infrastructure.history.embeddings import indexed_statement
 from memory.infrastructure.history.search_indexes import group_index_name, index_name
 
@@ -212,3 +214,22 @@ def test_a_new_model_searches_exactly_until_its_own_index_is_built_and_dropping_
     assert [(r["model"], r["state"]) for r in requests(kit)] == [("hash:1024", "ready")]
     assert indexes_present(kit) == both_groups("acme", "hash:1024")
     assert semantic(new) == expected
+
+
+def test_the_builder_worker_builds_what_searches_asked_for(make_runtime, kit) -> None:
+    runtime: HistoryRuntime = make_runtime(history_search_mode="approximate")
+    seed(runtime, kit)
+    semantic(runtime)
+    builder = WindowIndexBuilder(runtime.window_indexes, poll_seconds=0.05)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(builder.run)
+            with anyio.fail_after(120):
+                while [r["state"] for r in requests(kit)] != ["ready"]:
+                    await anyio.sleep(0.05)
+            builder.stop.set()
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    assert indexes_present(kit) == both_groups("acme", "hash:1024")
