@@ -38,6 +38,11 @@ STARTUP_SECONDS = 180
 MODEL_WARM_UP_SECONDS = 120
 WIDTH = 1400
 MAX_HEIGHT = 2400
+BUSY_SEARCHES = [
+    ("acme-logistics", "customer payment has not arrived"),
+    ("acme-logistics", "driver is late"),
+    ("kedai-runcit", "stok habis"),
+]
 
 
 def main() -> int:
@@ -75,10 +80,12 @@ def main() -> int:
 
 
 def shoot(base: str, key: str, out: Path) -> None:
+    busy_hour(base, key)
     with chromium(window=(WIDTH, 900)) as driver:
         driver.get(f"{base}/console")
         enter_key(driver, key)
         text_of(driver, "orgs-summary", "Semantic search on")
+        text_of(driver, "service-trends", "in the hour")
         save(driver, out / "overview.png")
 
         driver.get(f"{base}/console#/orgs")
@@ -88,7 +95,12 @@ def shoot(base: str, key: str, out: Path) -> None:
         driver.get(f"{base}/console#/orgs/acme-logistics")
         text_of(driver, "partitions", "slack/ops")
         shown(driver, "org-summary")
+        text_of(driver, "org-trends", "in the hour")
         save(driver, out / "org.png")
+        # Paused: the control says so, and the page stays as it is.
+        driver.find_element(By.ID, "live-toggle").click()
+        text_of(driver, "live-state", "Paused")
+        save(driver, out / "paused.png", height=420)
 
         driver.get(f"{base}/console#/history")
         fill(driver, "history-org", "acme-logistics")
@@ -136,9 +148,21 @@ def shoot(base: str, key: str, out: Path) -> None:
         save(driver, out / "restricted.png")
 
 
-def save(driver: Any, path: Path) -> None:
-    """The whole page: the viewport is stretched to the document's height first."""
-    height = driver.execute_script("return document.documentElement.scrollHeight")
+def busy_hour(base: str, key: str) -> None:
+    """Some traffic for the trends (docs/adr/0122): a sweep pass, and searches of two orgs a
+    few seconds apart (the trend is per minute, so they land in the last one or two)."""
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120) as c:
+        c.post("/v1/sweep", json={}).raise_for_status()
+        for i, (org, query) in enumerate(BUSY_SEARCHES * 4):
+            c.get(f"/v1/orgs/{org}/history/search", params={"q": query}).raise_for_status()
+            if i % 3 == 2:
+                time.sleep(1)
+
+
+def save(driver: Any, path: Path, height: int | None = None) -> None:
+    """The whole page (or its top `height` pixels): the viewport is stretched first."""
+    if height is None:
+        height = driver.execute_script("return document.documentElement.scrollHeight")
     metrics = {"width": WIDTH, "height": min(int(height), MAX_HEIGHT), "deviceScaleFactor": 1}
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {**metrics, "mobile": False})
     time.sleep(0.3)
