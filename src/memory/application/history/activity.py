@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from memory.application.history.ports import Clock
 from memory.application.history.sweep import SweepReport
@@ -52,7 +52,9 @@ class ActivityTally:
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._counts: dict[tuple[str, datetime], ActivityCount] = {}
+        # (org, minute) -> [searches, semantic, degraded, windows embedded, lag age]: plain
+        # lists, so a search costs a few increments (bench/activity.py).
+        self._counts: dict[tuple[str, datetime], list[Any]] = {}
 
     def observe(self, call: ServiceCall) -> None:
         if call.context != CONTEXT or not call.ok:
@@ -65,13 +67,14 @@ class ActivityTally:
     def take(self) -> list[ActivityCount]:
         """What was counted since the last `take`, forgotten here."""
         with self._lock:
-            counts, self._counts = list(self._counts.values()), {}
-        return counts
+            counts, self._counts = self._counts, {}
+        return [_count(key, tally) for key, tally in counts.items()]
 
     def peek(self, org_id: str) -> list[ActivityCount]:
         """What is counted for `org_id` and not handed over yet."""
         with self._lock:
-            return [c for c in self._counts.values() if c.org_id == org_id]
+            found = [(k, list(t)) for k, t in self._counts.items() if k[0] == org_id]
+        return [_count(key, tally) for key, tally in found]
 
     def give_back(self, counts: Sequence[ActivityCount], *, since: datetime) -> None:
         """Tallies `take` handed out that could not be stored: counted again, except those
@@ -84,9 +87,17 @@ class ActivityTally:
         semantic = int(result.semantic is not SemanticState.OFF)
         degraded = int(result.semantic is SemanticState.DEGRADED)
         minute = minute_of(self._clock())
-        for scope in (SERVICE_WIDE, org_id):
-            if scope is not None:
-                self._add(ActivityCount(scope, minute, 1, semantic, degraded))
+        with self._lock:
+            for scope in (SERVICE_WIDE, org_id):
+                if scope is None:
+                    continue
+                tally = self._counts.get((scope, minute))
+                if tally is None:
+                    self._counts[(scope, minute)] = [1, semantic, degraded, 0, None]
+                else:
+                    tally[0] += 1
+                    tally[1] += semantic
+                    tally[2] += degraded
 
     def _sweep(self, report: SweepReport, org_id: str | None) -> None:
         minute = minute_of(self._clock())
@@ -111,7 +122,18 @@ class ActivityTally:
         key = (count.org_id, count.minute)
         with self._lock:
             found = self._counts.get(key)
-            self._counts[key] = count if found is None else found.merged(count)
+            merged = count if found is None else _count(key, found).merged(count)
+            self._counts[key] = [
+                merged.searches,
+                merged.semantic,
+                merged.degraded,
+                merged.windows_embedded,
+                merged.lag_age_seconds,
+            ]
+
+
+def _count(key: tuple[str, datetime], tally: list[Any]) -> ActivityCount:
+    return ActivityCount(key[0], key[1], *tally)
 
 
 def _oldest(report: SweepReport) -> float | None:
