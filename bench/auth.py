@@ -39,8 +39,8 @@ from pathlib import Path
 import httpx
 import uvicorn
 
-from memory.application.access import service as access_service
-from memory.application.access.service import operator_key
+from memory.application.access import authentication
+from memory.application.access.key_administration import operator_key
 from memory.domain.access.api_key import SECRET_BYTES, new_secret
 from memory.entrypoints.bootstrap import Services, build_services
 from memory.entrypoints.http.access import AccessControl
@@ -163,15 +163,15 @@ def main() -> int:
             timed(a, WARMUP_REQUESTS)
             timed(b, WARMUP_REQUESTS)
             timed(c, 1, secret=unknown_secret, expect=(401,))  # spends the address's one failure
-            cache_seconds = access_service.KEY_CACHE_SECONDS
+            cache_seconds = authentication.KEY_CACHE_SECONDS
             for _ in range(args.rounds):
                 samples["no auth"] += timed(a, per_round)
                 samples["auth, cached key"] += timed(b, per_round)
-                access_service.KEY_CACHE_SECONDS = 0.0
+                authentication.KEY_CACHE_SECONDS = 0.0
                 try:
                     samples["auth, lookup every request"] += timed(b, per_round)
                 finally:
-                    access_service.KEY_CACHE_SECONDS = cache_seconds
+                    authentication.KEY_CACHE_SECONDS = cache_seconds
                 samples["unknown key, new each request"] += timed(
                     b, per_round, secret=unknown_secret, expect=(401,)
                 )

@@ -83,12 +83,15 @@ class Services:
     def access(self) -> AccessService:
         from memory.application.access.service import AccessService
         from memory.infrastructure.access.key_store import PostgresKeyStore
+        from memory.infrastructure.access.metrics import AccessMetrics
+        from memory.infrastructure.service_log import ServiceLog
 
         token = self.settings.admin_token
         return AccessService(
             PostgresKeyStore(self.database),
             self.audit,
             admin_token=None if token is None else token.get_secret_value(),
+            observers=(AccessMetrics(), ServiceLog()),
         )
 
     @cached_property

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import getpass
 
-from memory.application.access.service import actor_of, operator_key
+from memory.application.access.key_administration import actor_of, operator_key
 from memory.domain.access.api_key import ApiKey
 from memory.domain.audit.admin_action import Actor
 

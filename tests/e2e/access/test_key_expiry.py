@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from tests.e2e.access.conftest import FullApp
 
-from memory.application.access.service import KEY_CACHE_SECONDS
+from memory.application.access.authentication import KEY_CACHE_SECONDS
 from memory.domain.access.api_key import MAX_KEY_LIFETIME_DAYS
 
 pytestmark = pytest.mark.anyio

@@ -7,7 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from memory.application.access.service import AccessService, operator_key
+from memory.application.access.key_administration import operator_key
+from memory.application.access.service import AccessService
 from memory.application.audit.ports import AuditQuery
 from memory.domain.audit.admin_action import Action, Actor, AuditedChange
 from memory.infrastructure.access.key_store import PostgresKeyStore

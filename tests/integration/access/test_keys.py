@@ -8,19 +8,18 @@ from typing import cast
 
 import pytest
 
-from memory.application.access.ports import KeyStore
-from memory.application.access.service import (
+from memory.application.access.authentication import (
     KEY_CACHE_SECONDS,
     LAST_USED_RESOLUTION,
     UNKNOWN_SECRET_MAX_ENTRIES,
     UNKNOWN_SECRET_SECONDS,
-    AccessService,
-    Forbidden,
-    KeyExpired,
     KeySource,
     OwnKey,
-    operator_key,
 )
+from memory.application.access.errors import Forbidden, KeyExpired
+from memory.application.access.key_administration import operator_key
+from memory.application.access.ports import KeyStore
+from memory.application.access.service import AccessService
 from memory.domain.access.api_key import (
     SECRET_BYTES,
     ApiKey,

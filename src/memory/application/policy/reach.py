@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memory.application.access.service import Forbidden
+from memory.application.access.errors import Forbidden
 from memory.domain.policy.namespace import GLOBAL, PolicyNamespace
 
 NAMESPACE_FIELD = "namespace"

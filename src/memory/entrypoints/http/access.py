@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memory.application.access.authentication import Miss
 from memory.application.access.rate_limits import FailedAuthentications, RateLimits
 from memory.application.access.service import AccessService
 from memory.domain.access.api_key import ApiKey
@@ -229,8 +230,7 @@ class AccessControl:
         (`_TooManyFailures` otherwise)."""
         keys = self._keys()
         found = keys.cached(token)
-        if not AccessService.is_miss(found):
-            assert found is None or isinstance(found, ApiKey)
+        if not isinstance(found, Miss):
             return found
         failed = self._failed()
         wait = 0.0 if failed is None else failed.wait(address)

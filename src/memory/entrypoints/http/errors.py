@@ -10,7 +10,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from memory.application.access.service import Forbidden, KeyExpired
+from memory.application.access.errors import Forbidden, KeyExpired
 from memory.application.embedding import (
     EmbeddingError,
     InputRejected,

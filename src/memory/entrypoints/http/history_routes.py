@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from memory.application.access.service import actor_of
+from memory.application.access.key_administration import actor_of
 from memory.application.history.service import HistoryService
 from memory.contract.history_requests import (
     ChatEventBody,

@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from memory.application.access.service import actor_of
+from memory.application.access.key_administration import actor_of
 from memory.application.errors import DeadlineExceeded
 from memory.application.policy.queries import SearchAnswer
 from memory.application.policy.reach import Reach

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory.application.access.service import OwnKey
+from memory.application.access.authentication import OwnKey
 from memory.contract.responses import ApiKeyBody, ApiKeysBody, NewApiKeyBody, OwnApiKeyBody
 from memory.domain.access.api_key import ApiKey
 from memory.domain.access.scopes import sorted_scopes
