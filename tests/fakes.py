@@ -538,24 +538,62 @@ class InMemoryFeatureFlags:
 
 
 class InMemoryPartitionLocks:
-    """`PartitionLockFactory`: partitions held by "another sweeper" are listed in `busy`."""
+    """`PartitionLockFactory`: one sweeper per (partition, model) across sessions, as the
+    advisory locks are (a session may take its own lock again); partitions held by
+    "another sweeper" outside the test are listed in `busy`."""
 
     def __init__(self) -> None:
         self.busy: set[Partition] = set()
         self.sessions: list[bool] = []
+        # (partition, model) -> (the session holding it, how many times it took it)
+        self._held: dict[tuple[Partition, str], tuple[object, int]] = {}
+        self._lock = threading.Lock()
 
     @contextmanager
-    def session(self, *, wait: bool) -> Iterator[InMemoryPartitionLocks]:
+    def session(self, *, wait: bool) -> Iterator[_InMemoryLockSession]:
         self.sessions.append(wait)
-        yield self
+        yield _InMemoryLockSession(self)
+
+    def take(self, session: object, partition: Partition, model: str) -> bool:
+        with self._lock:
+            holder, count = self._held.get((partition, model), (session, 0))
+            if partition in self.busy or holder is not session:
+                return False
+            self._held[(partition, model)] = (session, count + 1)
+            return True
+
+    def release(self, partition: Partition, model: str) -> None:
+        with self._lock:
+            holder, count = self._held[(partition, model)]
+            if count == 1:
+                del self._held[(partition, model)]
+            else:
+                self._held[(partition, model)] = (holder, count - 1)
+
+
+class _InMemoryLockSession:
+    """One sweeper's lock session (a connection of its own, for the advisory locks)."""
+
+    def __init__(self, locks: InMemoryPartitionLocks) -> None:
+        self._locks = locks
 
     @contextmanager
     def hold(self, partition: Partition, model: str) -> Iterator[bool]:
-        yield partition not in self.busy
+        held = self._locks.take(self, partition, model)
+        try:
+            yield held
+        finally:
+            if held:
+                self._locks.release(partition, model)
 
     @contextmanager
     def hold_all(self, partitions: Sequence[Partition], model: str) -> Iterator[set[Partition]]:
-        yield {p for p in partitions if p not in self.busy}
+        held = [p for p in partitions if self._locks.take(self, p, model)]
+        try:
+            yield set(held)
+        finally:
+            for p in held:
+                self._locks.release(p, model)
 
 
 class InMemoryRetention:
