@@ -78,7 +78,7 @@ from memory.domain.durability.erasure_record import ErasureRecord
 from memory.domain.embedding import EmbeddingVector, ModelIdentity
 from memory.domain.history.chat_event import EMBEDDABLE_DECISIONS, EVENT_TYPE_MESSAGE, ChatEvent
 from memory.domain.history.conversation import ChatMessage
-from memory.domain.history.feature_flags import FlagLayers
+from memory.domain.history.feature_flags import FlagLayers, GlobalState
 from memory.domain.history.partition import Partition
 from memory.domain.history.partition_listing import PartitionKey
 from memory.domain.history.position import SweepPosition
@@ -514,17 +514,20 @@ class InMemoryFeatureFlags:
     """`FeatureFlagStore`: the two stored layers."""
 
     def __init__(self) -> None:
-        self.global_values: dict[str, bool] = {}
+        self.global_values: dict[str, GlobalState] = {}
         self.org_values: dict[str, dict[str, bool]] = {}
 
     def layers(self, org_id: str) -> FlagLayers:
-        return FlagLayers(dict(self.global_values), dict(self.org_values.get(org_id, {})))
+        return FlagLayers.of(dict(self.global_values), dict(self.org_values.get(org_id, {})))
 
     def global_layer(self) -> dict[str, bool]:
+        return {flag: state.enabled for flag, state in self.global_values.items()}
+
+    def global_states(self) -> dict[str, GlobalState]:
         return dict(self.global_values)
 
-    def set_global(self, flag: str, enabled: bool) -> None:
-        self.global_values[flag] = enabled
+    def set_global(self, flag: str, state: GlobalState) -> None:
+        self.global_values[flag] = state
 
     def set_org(self, org_id: str, flag: str, enabled: bool | None) -> None:
         values = self.org_values.setdefault(org_id, {})
@@ -903,8 +906,9 @@ class InMemorySweepSchedule:
             del self.work[key]
 
     def _enabled(self, org_id: str, required: tuple[str, ...]) -> bool:
-        values = self._flags.org_values.get(org_id, {})
-        return all(values.get(flag, True) for flag in required)
+        # The org's own layer, with its default under an opt_in global state (ADR 0131).
+        layers = self._flags.layers(org_id)
+        return all(layers.org_value(flag) for flag in required)
 
 
 @dataclass(frozen=True)

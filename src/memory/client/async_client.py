@@ -281,8 +281,11 @@ class AsyncMemoryClient:
     async def global_flag(self, flag: str) -> s.GlobalFlagBody:
         return await self._one(lambda: calls.global_flag(flag))
 
-    async def set_global_flag(self, flag: str, enabled: bool) -> s.GlobalFlagBody:
-        return await self._one(lambda: calls.set_global_flag(flag, enabled))
+    async def set_global_flag(self, flag: str, state: bool | str) -> s.GlobalFlagBody:
+        """`state`: `"off"`, `"on"` or `"opt_in"` (a `memory.api.GlobalState` is one), or
+        a bool (`True` is `"on"`). Under `"opt_in"` only the orgs that set the flag `True`
+        (`set_org_flag`) have it; every other org, present or future, does not."""
+        return await self._one(lambda: calls.set_global_flag(flag, state))
 
     async def org_flags(self, org_id: str) -> s.OrgFlagsBody:
         return await self._one(lambda: calls.org_flags(org_id))

@@ -236,8 +236,10 @@ def global_flag(flag: str) -> Call[s.GlobalFlagBody]:
     return Call("GET", f"/v1/feature-flags/{_seg(flag)}", s.GlobalFlagBody)
 
 
-def set_global_flag(flag: str, enabled: bool) -> Call[s.GlobalFlagBody]:
-    body = _body(h.FlagBody(enabled=enabled))
+def set_global_flag(flag: str, state: bool | str) -> Call[s.GlobalFlagBody]:
+    # A bool is sent as `enabled`, as before `opt_in` existed; a state by name, checked by
+    # the service (a 422 names `state`).
+    body: dict[str, Any] = {"enabled": state} if isinstance(state, bool) else {"state": state}
     return Call("PUT", f"/v1/feature-flags/{_seg(flag)}", s.GlobalFlagBody, body=body)
 
 

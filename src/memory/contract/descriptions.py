@@ -187,6 +187,15 @@ BY_PLACE: dict[str, str] = {
     "FlagSourceBody.default": "Whether the flag's value at that layer is the built-in default "
     "(nobody set it).",
     "GlobalFlagBody.default": "The flag's built-in default value.",
+    "GlobalFlagBody.enabled": "The master switch: true when the state is `on` or `opt_in`.",
+    "GlobalFlagBody.state": "`off`: off for every org. `on`: on for every org that did not "
+    "turn it off. `opt_in`: on only for the orgs that turned it on (docs/adr/0131).",
+    "GlobalFlagSetBody.enabled": "true sets the state `on`, false `off`; or give `state`.",
+    "GlobalFlagSetBody.state": "The new state (`off`, `on` or `opt_in`); or give `enabled`.",
+    "OrgFlagBody.global_state": "The global state (`off`, `on`, `opt_in`): under `opt_in` an "
+    "org without its own value does not have the flag.",
+    "OrgFlagEntryBody.global_state": "The global state (`off`, `on`, `opt_in`): under `opt_in` "
+    "an org without its own value does not have the flag.",
     "RetentionBodyOut.default": "True when the org has no setting of its own (the default "
     "applies).",
     "OrgFlagBody.global": "The global value.",

@@ -4,7 +4,7 @@ bodies of the sweep, flag, retention and erasure calls, and the paths they name.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field
 
@@ -155,6 +155,24 @@ class SweepBody(StrictBody):
 
 class FlagBody(StrictBody):
     enabled: bool
+
+
+def _enabled_or_state(schema: dict[str, Any]) -> None:
+    """Exactly one of the two, each non-null (the route's rule, stated in the schema)."""
+    properties = schema["properties"]
+    properties["enabled"] = {"type": "boolean"}
+    properties["state"] = {"type": "string", "enum": ["off", "on", "opt_in"]}
+    schema["oneOf"] = [{"required": ["enabled"]}, {"required": ["state"]}]
+
+
+class GlobalFlagSetBody(StrictBody):
+    """A flag's new global state: `state` (`off`, `on` or `opt_in`), or `enabled` (true is
+    `on`, false is `off`, as before `opt_in` existed)."""
+
+    model_config = ConfigDict(json_schema_extra=_enabled_or_state)
+
+    enabled: bool | None = None
+    state: Literal["off", "on", "opt_in"] | None = None
 
 
 def _one_of_ids_or_sender(schema: dict[str, Any]) -> None:

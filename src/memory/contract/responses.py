@@ -411,6 +411,7 @@ class GlobalFlagBody(Answer):
     enabled: bool
     default: bool
     set: bool
+    state: Literal["off", "on", "opt_in"]
 
 
 class GlobalFlagsBody(Answer):
@@ -423,6 +424,7 @@ class OrgFlagBody(Answer):
     global_: bool = Field(alias="global")
     org: bool | None
     effective: bool
+    global_state: Literal["off", "on", "opt_in"]
 
 
 class OrgFlagEntryBody(Answer):
@@ -430,6 +432,7 @@ class OrgFlagEntryBody(Answer):
     global_: bool = Field(alias="global")
     org: bool | None
     effective: bool
+    global_state: Literal["off", "on", "opt_in"]
 
 
 class OrgFlagsBody(Answer):

@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import TEST_ADMIN_TOKEN
 from tests.e2e.access.conftest import FullApp
 
+from memory.domain.history.feature_flags import GlobalState
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.history.feature_flags import PostgresFeatureFlags
 from memory.infrastructure.history.retention import PostgresRetention
@@ -138,8 +139,8 @@ def fail_after_writing_the_change(monkeypatch: pytest.MonkeyPatch) -> None:
         set_days(self, org_id, days)
         raise Injected
 
-    def flag_then_fail(self: PostgresFeatureFlags, flag: str, enabled: bool) -> None:
-        set_global(self, flag, enabled)
+    def flag_then_fail(self: PostgresFeatureFlags, flag: str, state: GlobalState) -> None:
+        set_global(self, flag, state)
         raise Injected
 
     monkeypatch.setattr(PostgresRetention, "set_days", days_then_fail)

@@ -6,7 +6,7 @@ from tests.fakes import TEST_ACTOR
 from memory.application.embedding import ModelMisconfigured, ModelUnavailable
 from memory.application.history.sweep import EMBED_BATCH_WINDOWS
 from memory.domain.history.conversation import WINDOW_MESSAGE_CAP
-from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG
+from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG, GlobalState
 from memory.domain.history.partition import Partition
 from memory.domain.history.position import SweepPosition
 from memory.domain.history.window_identity import window_id
@@ -224,6 +224,35 @@ def test_the_sweep_is_a_no_op_for_an_org_with_the_feature_off(make_runtime, kit,
     report = runtime.service.sweep(trigger="test")
     assert (report.partitions, report.windows_embedded) == (1, 3)
     assert {r["org_id"] for r in kit.rows()} == {"acme"}
+
+
+def test_under_opt_in_only_the_orgs_that_opted_in_wait_and_are_swept(
+    make_runtime, kit, clock
+) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    for org in ("acme", "globex", "initech"):
+        runtime.service.ingest(org, conversation(kit, clock))
+    service = runtime.service
+    service.set_global_flag(SEMANTIC_SEARCH_FLAG, GlobalState.OPT_IN, actor=TEST_ACTOR)
+    assert service.sweep(trigger="test").partitions == 0  # nobody opted in yet
+    assert service.sweep_backlog().orgs == 0
+    service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, True, actor=TEST_ACTOR)
+    service.set_org_flag("globex", SEMANTIC_SEARCH_FLAG, False, actor=TEST_ACTOR)
+    backlog = service.sweep_backlog()
+    assert (backlog.orgs, [w.org_id for w in backlog.longest]) == (1, ["acme"])
+    report = service.sweep(trigger="test")
+    assert (report.partitions, report.windows_embedded) == (1, 3)
+    assert {r["org_id"] for r in kit.rows()} == {"acme"}
+    # The same org turning the module flag off is left out too.
+    service.set_org_flag("acme", MODULE_FLAG, False, actor=TEST_ACTOR)
+    service.ingest("acme", [kit.message("late", 500)])
+    assert service.sweep_backlog().orgs == 0
+    # Back to `on`: every org that did not opt out is swept (initech), globex still is not.
+    service.set_org_flag("acme", MODULE_FLAG, None, actor=TEST_ACTOR)
+    service.set_global_flag(SEMANTIC_SEARCH_FLAG, GlobalState.ON, actor=TEST_ACTOR)
+    service.sweep(trigger="test")
+    assert {r["org_id"] for r in kit.rows()} == {"acme", "initech"}
+    assert runtime.flag_store.global_states() == {SEMANTIC_SEARCH_FLAG: GlobalState.ON}
 
 
 def test_the_sweep_of_one_org(make_runtime, kit, clock) -> None:

@@ -8,6 +8,7 @@ from memory.domain.history.feature_flags import (
     ORG_DEFAULT,
     SEMANTIC_SEARCH_FLAG,
     FlagLayers,
+    GlobalState,
     is_known,
 )
 
@@ -79,3 +80,37 @@ def test_semantic_off_by_names_the_first_layer_that_is_off() -> None:
         False,
     )
     assert off_by({SEMANTIC_SEARCH_FLAG: True}, {}) is None
+
+
+def opt_in(org: dict[str, bool] | None = None, *, module: bool = True) -> FlagLayers:
+    states = {SEMANTIC_SEARCH_FLAG: GlobalState.OPT_IN, MODULE_FLAG: GlobalState.of(module)}
+    return FlagLayers.of(states, org or {})
+
+
+def test_under_opt_in_only_an_org_that_set_the_flag_has_it() -> None:
+    assert opt_in({SEMANTIC_SEARCH_FLAG: True}).semantic_search
+    assert not opt_in().semantic_search  # every org that set nothing, present or future
+    assert not opt_in({SEMANTIC_SEARCH_FLAG: False}).semantic_search
+    assert not opt_in({SEMANTIC_SEARCH_FLAG: True}, module=False).semantic_search
+    assert not opt_in({SEMANTIC_SEARCH_FLAG: True, MODULE_FLAG: False}).semantic_search
+
+
+def test_opt_in_is_a_global_state_with_the_master_switch_on() -> None:
+    lay = opt_in()
+    assert lay.global_state(SEMANTIC_SEARCH_FLAG) is GlobalState.OPT_IN
+    assert lay.global_value(SEMANTIC_SEARCH_FLAG) is True
+    assert lay.org_value(SEMANTIC_SEARCH_FLAG) is False
+    # The module flag is `on`: an org inherits it as before.
+    assert lay.global_state(MODULE_FLAG) is GlobalState.ON
+    assert lay.org_value(MODULE_FLAG) is True
+    assert layers().global_state(SEMANTIC_SEARCH_FLAG) is GlobalState.OFF
+    assert GlobalState.OPT_IN == "opt_in" and GlobalState.OPT_IN.enabled
+    assert not GlobalState.OFF.enabled
+
+
+def test_an_org_that_did_not_opt_in_is_named_as_what_keeps_it_off() -> None:
+    source = opt_in().semantic_off_by()
+    assert source is not None
+    assert (source.flag, source.layer, source.default) == (SEMANTIC_SEARCH_FLAG, "org", True)
+    decided = opt_in({SEMANTIC_SEARCH_FLAG: True}).semantic_decided_by()
+    assert (decided.flag, decided.layer, decided.default) == (SEMANTIC_SEARCH_FLAG, "org", False)

@@ -22,7 +22,7 @@ from memory.application.history.service import HistoryService
 from memory.application.observer import ServiceCall
 from memory.domain.active_model import ActiveModelDrop
 from memory.domain.errors import InvalidInput, NotFound
-from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG
+from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG, GlobalState
 from memory.domain.history.partition import Partition
 from memory.domain.history.search import HistoryQuery, MatchedBy, SemanticState
 from memory.domain.policy.cursor import CursorCodec
@@ -286,6 +286,38 @@ def test_flag_layers_decide_whether_search_is_semantic(
 def test_an_unknown_flag_is_not_found(service: HistoryService) -> None:
     with pytest.raises(NotFound):
         service.set_global_flag("no_such_flag", True, actor=TEST_ACTOR)
+
+
+def test_under_opt_in_only_the_orgs_that_opted_in_are_swept_and_searched_semantically(
+    service: HistoryService, history: InMemoryHistory, model: FakeModel, audit: InMemoryAuditTrail
+) -> None:
+    for org in ("acme", "globex", "initech"):
+        service.ingest(org, conversations(1))
+    service.set_global_flag(SEMANTIC_SEARCH_FLAG, GlobalState.OPT_IN, actor=TEST_ACTOR)
+    service.set_org_flag("acme", SEMANTIC_SEARCH_FLAG, True, actor=TEST_ACTOR)
+    service.set_org_flag("globex", SEMANTIC_SEARCH_FLAG, False, actor=TEST_ACTOR)
+    assert service.sweep().windows_embedded == 1  # acme's only
+    assert {r.org_id for r in history.windows.rows.values()} == {"acme"}
+    assert service.search("acme", HistoryQuery("password")).semantic is SemanticState.ON
+    for org in ("globex", "initech", "hooli"):  # hooli: an org the service never saw
+        result = service.search(org, HistoryQuery("password"))
+        assert result.semantic is SemanticState.OFF
+        assert service.semantic_search(org) is False
+    off_by = service.search("initech", HistoryQuery("password")).semantic_off_by
+    assert off_by is not None and (off_by.layer, off_by.default) == ("org", True)
+    flag = service.global_flag(SEMANTIC_SEARCH_FLAG)
+    assert (flag.state, flag.enabled, flag.is_set) == (GlobalState.OPT_IN, True, True)
+    org_flag = service.org_flag("initech", SEMANTIC_SEARCH_FLAG)
+    assert (org_flag.global_state, org_flag.org_override, org_flag.effective) == (
+        GlobalState.OPT_IN,
+        None,
+        False,
+    )
+    # Back to on: every org that did not opt out follows; the audit log names each state.
+    service.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=TEST_ACTOR)
+    assert service.semantic_search("initech") and not service.semantic_search("globex")
+    flags = [e for e in audit.recorded if e.action == "feature_flag.global.set"]
+    assert [(e.before, e.after) for e in flags] == [(None, "opt_in"), ("opt_in", True)]
 
 
 # Retention and models ----------------------------------------------------------------------

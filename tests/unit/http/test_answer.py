@@ -103,7 +103,14 @@ def test_optional_parts_that_say_nothing_are_left_out_and_nulls_elsewhere_stay()
 
 def test_a_field_goes_on_the_wire_by_its_contract_name() -> None:
     flag = OrgFlagBody.model_validate(
-        {"org_id": "acme", "flag": "f", "global": True, "org": None, "effective": True}
+        {
+            "org_id": "acme",
+            "flag": "f",
+            "global": True,
+            "org": None,
+            "effective": True,
+            "global_state": "on",
+        }
     )
     assert wire(flag) == {
         "org_id": "acme",
@@ -111,6 +118,7 @@ def test_a_field_goes_on_the_wire_by_its_contract_name() -> None:
         "global": True,
         "org": None,
         "effective": True,
+        "global_state": "on",
     }
 
 

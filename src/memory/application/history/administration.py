@@ -21,6 +21,7 @@ from memory.application.history.retention import (
     Retention,
 )
 from memory.domain.audit.admin_action import Action, Actor, AuditedChange
+from memory.domain.history.feature_flags import GlobalState
 
 ALL_ORGS = "*"
 
@@ -41,17 +42,17 @@ class HistoryAdministration:
         self._audit = audit
         self._stored_model_id = stored_model_id
 
-    def set_global_flag(self, flag: str, enabled: bool, *, actor: Actor) -> GlobalFlag:
+    def set_global_flag(self, flag: str, state: GlobalState, *, actor: Actor) -> GlobalFlag:
         """`NotFound` for an unknown flag (nothing recorded)."""
         self._flags.global_flag(flag)
 
         def change() -> tuple[GlobalFlag, AuditedChange]:
             before = self._flags.global_flag(flag)
-            after = self._flags.set_global(flag, enabled)
+            after = self._flags.set_global(flag, state)
             return after, AuditedChange(
                 target=flag,
-                before=before.enabled if before.is_set else None,
-                after=after.enabled,
+                before=_audited(before) if before.is_set else None,
+                after=_audited(after),
             )
 
         return self._audit.record(actor, Action.GLOBAL_FLAG_SET, change)
@@ -141,3 +142,9 @@ class HistoryAdministration:
             )
 
         return self._audit.record(actor, Action.MODEL_DROPPED, change)
+
+
+def _audited(flag: GlobalFlag) -> bool | str:
+    """How the audit log records a global state: `true`/`false` for on/off, as it always
+    has, and `"opt_in"` for the state that is neither (docs/adr/0131)."""
+    return flag.state.value if flag.state is GlobalState.OPT_IN else flag.enabled

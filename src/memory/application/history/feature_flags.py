@@ -6,23 +6,31 @@ from dataclasses import dataclass
 
 from memory.application.history.ports import FeatureFlagStore
 from memory.domain.errors import NotFound
-from memory.domain.history.feature_flags import GLOBAL_DEFAULTS, is_known
+from memory.domain.history.feature_flags import GLOBAL_DEFAULTS, GlobalState, is_known
 
 
 @dataclass(frozen=True, slots=True)
 class GlobalFlag:
+    """A flag's global layer: `state` (off, on or opt_in), `enabled` its master switch (on
+    or opt_in), `default` the flag's value when unset, `is_set` whether someone set it."""
+
     flag: str
     enabled: bool
     default: bool
     is_set: bool
+    state: GlobalState
 
 
 @dataclass(frozen=True, slots=True)
 class OrgFlag:
+    """A flag for one org: the global master switch and state, the org's own value (None:
+    it follows the global state) and whether the org has the flag."""
+
     flag: str
     global_enabled: bool
     org_override: bool | None
     effective: bool
+    global_state: GlobalState
 
 
 class FeatureFlags:
@@ -30,9 +38,13 @@ class FeatureFlags:
         self._store = store
 
     def global_flags(self) -> list[GlobalFlag]:
-        stored = self._store.global_layer()
+        stored = self._store.global_states()
+        states = {
+            flag: stored.get(flag, GlobalState.of(default))
+            for flag, default in GLOBAL_DEFAULTS.items()
+        }
         return [
-            GlobalFlag(flag, stored.get(flag, default), default, flag in stored)
+            GlobalFlag(flag, states[flag].enabled, default, flag in stored, states[flag])
             for flag, default in GLOBAL_DEFAULTS.items()
         ]
 
@@ -40,9 +52,9 @@ class FeatureFlags:
         _check(flag)
         return next(f for f in self.global_flags() if f.flag == flag)
 
-    def set_global(self, flag: str, enabled: bool) -> GlobalFlag:
+    def set_global(self, flag: str, state: GlobalState) -> GlobalFlag:
         _check(flag)
-        self._store.set_global(flag, enabled)
+        self._store.set_global(flag, state)
         return self.global_flag(flag)
 
     def org_flags(self, org_id: str) -> list[OrgFlag]:
@@ -53,6 +65,7 @@ class FeatureFlags:
                 layers.global_value(flag),
                 layers.org_values.get(flag),
                 layers.is_on(flag),
+                layers.global_state(flag),
             )
             for flag in GLOBAL_DEFAULTS
         ]

@@ -14,7 +14,7 @@ from memory.application.history.ports import (
     OrgPageQuery,
     OrgRow,
 )
-from memory.domain.history.feature_flags import FlagLayers, FlagSource
+from memory.domain.history.feature_flags import FlagLayers, FlagSource, GlobalState
 from memory.domain.history.org_directory import (
     OrgListing,
     position_from_payload,
@@ -95,15 +95,15 @@ class OrgDirectory:
                 now=now,
             )
         )
-        global_values = self._flags.global_layer()
-        orgs = [self._summary(r, global_values, now) for r in rows[: listing.limit]]
+        states = self._flags.global_states()
+        orgs = [self._summary(r, states, now) for r in rows[: listing.limit]]
         next_cursor = None
         if len(rows) > listing.limit:
             next_cursor = self._cursors.seal(position_payload(orgs[-1].org_id, fingerprint))
         return OrgPage(orgs, next_cursor)
 
-    def _summary(self, row: OrgRow, global_values: dict[str, bool], now: datetime) -> OrgSummary:
-        layers = FlagLayers(global_values, row.org_flags)
+    def _summary(self, row: OrgRow, states: dict[str, GlobalState], now: datetime) -> OrgSummary:
+        layers = FlagLayers.of(states, row.org_flags)
         lag = None
         if row.waiting_since is not None:
             lag = max(0.0, (now - row.waiting_since).total_seconds())

@@ -13,7 +13,7 @@ from typing import Protocol
 from memory.domain.embedding import EmbeddingVector
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.conversation import ConversationWindow
-from memory.domain.history.feature_flags import FlagLayers
+from memory.domain.history.feature_flags import FlagLayers, GlobalState
 from memory.domain.history.partition import Partition
 from memory.domain.history.partition_listing import PartitionKey
 from memory.domain.history.position import SweepPosition
@@ -215,9 +215,15 @@ class PartitionLockFactory(Protocol):
 class FeatureFlagStore(Protocol):
     def layers(self, org_id: str) -> FlagLayers: ...
 
-    def global_layer(self) -> dict[str, bool]: ...
+    def global_layer(self) -> dict[str, bool]:
+        """Each stored flag's master switch (True for `on` and `opt_in`)."""
+        ...
 
-    def set_global(self, flag: str, enabled: bool) -> None: ...
+    def global_states(self) -> dict[str, GlobalState]:
+        """Each stored flag's global state."""
+        ...
+
+    def set_global(self, flag: str, state: GlobalState) -> None: ...
 
     def set_org(self, org_id: str, flag: str, enabled: bool | None) -> None:
         """`None` removes the org's override (the org inherits again)."""

@@ -66,6 +66,7 @@ from memory.domain.audit.admin_action import Actor
 from memory.domain.errors import FieldChecks, InvalidInput
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.chat_input import check_event, check_events, check_org_id
+from memory.domain.history.feature_flags import GlobalState
 from memory.domain.history.org_directory import OrgListing
 from memory.domain.history.partition_listing import PartitionListing
 from memory.domain.history.search import HistoryQuery, HistorySearchResult
@@ -369,10 +370,13 @@ class HistoryService:
         """`NotFound` for an unknown flag."""
         return self._observed.run("global_flag", lambda: self._flags.global_flag(flag))
 
-    def set_global_flag(self, flag: str, enabled: bool, *, actor: Actor) -> GlobalFlag:
-        """Recorded in the audit trail with the change (so are the other changes below)."""
+    def set_global_flag(self, flag: str, state: GlobalState | bool, *, actor: Actor) -> GlobalFlag:
+        """Set the flag's global state: `GlobalState.OPT_IN` turns it on for the orgs that
+        set it `True` only; a bool is `ON`/`OFF`. Recorded in the audit trail with the
+        change (so are the other changes below)."""
+        wanted = state if isinstance(state, GlobalState) else GlobalState.of(state)
         return self._observed.run(
-            "set_global_flag", lambda: self._admin.set_global_flag(flag, enabled, actor=actor)
+            "set_global_flag", lambda: self._admin.set_global_flag(flag, wanted, actor=actor)
         )
 
     def org_flags(self, org_id: str) -> list[OrgFlag]:

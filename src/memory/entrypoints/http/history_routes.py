@@ -18,6 +18,7 @@ from memory.contract.history_requests import (
     EraseBody,
     FlagBody,
     FlagPath,
+    GlobalFlagSetBody,
     IngestBody,
     OrgFlagPath,
     OrgListingParams,
@@ -29,6 +30,8 @@ from memory.contract.history_requests import (
 )
 from memory.domain.access.scopes import Scope
 from memory.domain.audit.admin_action import Actor
+from memory.domain.errors import InvalidInput
+from memory.domain.history.feature_flags import GlobalState
 from memory.domain.history.search import HistoryQuery
 from memory.entrypoints.http.access import Access, AccessTable, api_key, visible_orgs
 from memory.entrypoints.http.answer import AnswerResponse
@@ -153,9 +156,9 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
     async def global_flag(request: Request) -> Response:
         flag = _flag(request)
         if request.method == "PUT":
-            body = await parse_body(request, FlagBody)
+            state = _global_state(await parse_body(request, GlobalFlagSetBody))
             found = await watched(
-                lambda: service.set_global_flag(flag, body.enabled, actor=_actor(request))
+                lambda: service.set_global_flag(flag, state, actor=_actor(request))
             )
         else:
             found = await watched(lambda: service.global_flag(flag))
@@ -262,3 +265,14 @@ def _org(request: Request) -> str:
 
 def _flag(request: Request) -> str:
     return validate(FlagPath, {"flag": request.path_params["flag"]}).flag
+
+
+def _global_state(body: GlobalFlagSetBody) -> GlobalState:
+    """Exactly one of `enabled` (the on/off of before opt_in) and `state`."""
+    if body.state is not None and body.enabled is not None:
+        raise InvalidInput("state", "give either state or enabled, not both")
+    if body.state is not None:
+        return GlobalState(body.state)
+    if body.enabled is None:
+        raise InvalidInput("state", "required: off, on or opt_in (or give enabled)")
+    return GlobalState.of(body.enabled)

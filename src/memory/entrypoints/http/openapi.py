@@ -227,7 +227,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     _flags(
         "PUT /v1/feature-flags/{flag}", "setGlobalFlag", "Set a global flag", s.GlobalFlagBody,
-        body=h.FlagBody, errors=[NOT_FOUND],
+        body=h.GlobalFlagSetBody, errors=[NOT_FOUND],
     ),
     _flags(f"GET {ORG}/feature-flags", "listOrgFlags", "An org's flags", s.OrgFlagsBody),
     _flags(

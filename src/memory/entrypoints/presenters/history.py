@@ -106,7 +106,11 @@ def global_flags_body(flags: list[GlobalFlag]) -> GlobalFlagsBody:
 
 def global_flag_body(flag: GlobalFlag) -> GlobalFlagBody:
     return GlobalFlagBody(
-        flag=flag.flag, enabled=flag.enabled, default=flag.default, set=flag.is_set
+        flag=flag.flag,
+        enabled=flag.enabled,
+        default=flag.default,
+        set=flag.is_set,
+        state=flag.state.value,
     )
 
 
@@ -124,6 +128,7 @@ def org_flag_body(org_id: str, flag: OrgFlag) -> OrgFlagBody:
             "global": flag.global_enabled,
             "org": flag.org_override,
             "effective": flag.effective,
+            "global_state": flag.global_state.value,
         }
     )
 
@@ -278,5 +283,6 @@ def _org_flag(flag: OrgFlag) -> OrgFlagEntryBody:
             "global": flag.global_enabled,
             "org": flag.org_override,
             "effective": flag.effective,
+            "global_state": flag.global_state.value,
         }
     )

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from psycopg import sql
+from psycopg import Connection, sql
+from psycopg.rows import DictRow
 
 from memory.application.history.ports import (
     BacklogQuery,
@@ -46,6 +47,20 @@ _ORG_ENABLED = sql.SQL(
     "NOT EXISTS (SELECT 1 FROM org_feature_flags f WHERE f.org_id = w.org_id"
     " AND f.flag = ANY(%(flags)s::text[]) AND NOT f.enabled)"
 )
+# When a required flag's global state is opt_in (docs/adr/0131), only the orgs that turned
+# on every such flag are swept: they are listed first (as many as opted in), and the work
+# rows are read per listed org (dw_sweep_work_org_idx), never the other orgs' waiting rows.
+_OPT_IN_FLAGS = (
+    "SELECT coalesce(array_agg(flag), '{}') AS flags FROM admin_feature_flags"
+    " WHERE flag = ANY(%(flags)s::text[]) AND opt_in"
+)
+_OPTED_IN_ORGS = """
+SELECT coalesce(array_agg(org_id), '{}') AS orgs FROM (
+    SELECT org_id FROM org_feature_flags WHERE flag = ANY(%(opt_in)s::text[]) AND enabled
+    GROUP BY org_id HAVING count(*) = cardinality(%(opt_in)s::text[])
+) o
+"""
+_ORGS_OPTED_IN = sql.SQL(" AND w.org_id = ANY(%(opted_in)s::text[])")
 _DUE = sql.SQL(
     """
     WITH due AS (
@@ -156,8 +171,9 @@ class PostgresSweepSchedule:
             "limit": query.limit,
             "flags": list(query.required_flags),
         }
-        statement = _DUE.format(enabled=_ORG_ENABLED, org=_org_filter(query.org_id, params))
         with self._db.connection() as conn:
+            enabled = _enabled(conn, params)
+            statement = _DUE.format(enabled=enabled, org=_org_filter(query.org_id, params))
             rows = conn.execute(statement, params).fetchall()
         return [
             DueVisit(
@@ -194,8 +210,8 @@ class PostgresSweepSchedule:
             "buckets": list(query.age_buckets),
         }
         org = _org_filter(query.org_id, params)
-        statement = _BACKLOG.format(enabled=_ORG_ENABLED, org=org)
         with self._db.connection() as conn:
+            statement = _BACKLOG.format(enabled=_enabled(conn, params), org=org)
             row = conn.execute(statement, params).fetchone()
         assert row is not None
         longest = cast(list[list[Any]], row["longest"])
@@ -232,3 +248,15 @@ def _org_filter(org_id: str | None, params: dict[str, Any]) -> sql.Composable:
         return sql.SQL("")
     params["org_id"] = org_id
     return sql.SQL(" AND w.org_id = %(org_id)s")
+
+
+def _enabled(conn: Connection[DictRow], params: dict[str, Any]) -> sql.Composable:
+    """The condition on `w` (a work or partition row) for its org having every required
+    flag, with the opted-in orgs looked up first when a required flag is opt_in."""
+    row = conn.execute(_OPT_IN_FLAGS, params).fetchone()
+    opt_in = [] if row is None else list(cast(list[str], row["flags"]))
+    if not opt_in:
+        return _ORG_ENABLED
+    orgs = conn.execute(_OPTED_IN_ORGS, {"opt_in": opt_in}).fetchone()
+    params["opted_in"] = [] if orgs is None else list(cast(list[str], orgs["orgs"]))
+    return sql.Composed([_ORG_ENABLED, _ORGS_OPTED_IN])
