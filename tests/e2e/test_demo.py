@@ -24,7 +24,13 @@ def test_demo_loads_sweeps_and_searches(cli_env: str, capsys: pytest.CaptureFixt
     capsys.readouterr()
     assert main(["demo"]) == 0
     out, err = capsys.readouterr()
-    assert "opt-out for the other orgs: bystander" in out
+    # Only the demo's two orgs changed: the global state went from off to opt_in, under
+    # which the bystander (and any org created later) still has no semantic search.
+    semantic = "digital_worker_semantic_search"
+    assert f"Changed {semantic} global: off -> opt_in (on only for the orgs that opt in)." in out
+    assert f"Changed {semantic} of acme-logistics: inherit -> on." in out
+    assert f"Changed {semantic} of kedai-runcit: inherit -> on." in out
+    assert "bystander" not in out
     assert "Loaded 6 new policies and 13 new chat messages for acme-logistics, kedai-runcit" in out
     assert "sweep: 100%" in err  # the progress bar
     assert "1. history of acme-logistics" in out
@@ -40,7 +46,7 @@ def test_demo_loads_sweeps_and_searches(cli_env: str, capsys: pytest.CaptureFixt
     assert document["policies_stored"] == 0
     assert document["chat_events_inserted"] == 0  # keyed: nothing doubles
     assert document["orgs"] == ["acme-logistics", "kedai-runcit"]
-    assert document["other_orgs_opted_out"] == []  # the global flag is on now
+    assert document["flags_changed"] == []  # nothing left to change
     assert [s["semantic"] for s in document["searches"]] == ["on", "on", "on"]
     assert all(s["results"] for s in document["searches"])
     (policies,) = [s for s in document["searches"] if s["context"] == "policies"]
@@ -52,3 +58,11 @@ def test_demo_loads_sweeps_and_searches(cli_env: str, capsys: pytest.CaptureFixt
         "data-privacy",
         "customer-refunds",
     }
+    assert main(["flags", "--org", "bystander", "--json"]) == 0
+    bystander = json.loads(capsys.readouterr().out)
+    assert bystander["semantic_search"] is False
+    assert main(["flags", "--org", "founded-after-the-demo", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["semantic_search"] is False
+    assert main(["flags", semantic, "--json"]) == 0
+    (flag,) = json.loads(capsys.readouterr().out)["flags"]
+    assert (flag["flag"], flag["state"], flag["set"]) == (semantic, "opt_in", True)

@@ -143,7 +143,15 @@ def preflight(settings: Settings, url: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from memory.entrypoints import check_cli, db_cli, demo_cli, history_cli, keys_cli, policy_cli
+    from memory.entrypoints import (
+        check_cli,
+        db_cli,
+        demo_cli,
+        flags_cli,
+        history_cli,
+        keys_cli,
+        policy_cli,
+    )
 
     parser = argparse.ArgumentParser(
         prog="memory", description="Local, multilingual semantic memory on PostgreSQL + pgvector."
@@ -157,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     db_cli.register(sub)
     policy_cli.register(sub)
     history_cli.register(sub)
+    flags_cli.register(sub)
     demo_cli.register(sub)
     keys_cli.register(sub)
     check_cli.register(sub)

@@ -16,14 +16,13 @@ from memory.application.policy.ports import ProjectionBusy
 from memory.datasets.demo import DemoData, DemoSearch, load_demo
 from memory.domain.errors import AlreadyExists
 from memory.domain.history.chat_event import ChatEvent
-from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
+from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG, GlobalState
 from memory.domain.history.search import HistoryQuery, MatchedBy
 from memory.domain.policy.search import PolicySearch
 from memory.entrypoints.admin_key import ADMIN_TOKEN_FILE
 from memory.entrypoints.bootstrap import Services
 from memory.entrypoints.cli_output import emit, wants_json
 from memory.entrypoints.history_cli import SweepBar
-from memory.entrypoints.history_runtime import HistoryRuntime
 from memory.entrypoints.operator import cli_actor
 from memory.infrastructure.settings import Settings
 
@@ -104,7 +103,7 @@ def _load(services: Services, settings: Settings, data: DemoData) -> dict[str, A
     inserted = 0
     for org_id, events in by_org.items():
         inserted += history.ingest(org_id, events).inserted
-    opted_out = _semantic_search_on_for(services, data.orgs)
+    flags_changed = _semantic_search_on_for(services, data.orgs)
     embedded = 0
     for org_id in data.orgs:
         sweep_bar = SweepBar()
@@ -117,30 +116,32 @@ def _load(services: Services, settings: Settings, data: DemoData) -> dict[str, A
         "chat_events_inserted": inserted,
         "orgs": data.orgs,
         "windows_embedded": embedded,
-        "other_orgs_opted_out": opted_out,
+        "flags_changed": flags_changed,
         "history_model": history.model_id,
         "policy_model": policies.active_model,
     }
 
 
 def _semantic_search_on_for(services: Services, demo_orgs: list[str]) -> list[str]:
-    """Semantic search on for the demo's orgs and nobody else's. The global layer is the
-    master switch (ADR 0032): when it is off, it is turned on and every other org with chat
-    history gets an explicit opt-out, so that their search does not change. Returns them."""
+    """Semantic search on for the demo's orgs and nobody else's, present or future
+    (docs/adr/0131): each demo org opts in; a global state of `on` or `opt_in` is left as
+    it is, and only `off` becomes `opt_in`, under which no other org has the feature either.
+    Returns what changed, one line each (nothing on a second run)."""
     history = services.history
-    opted_out: list[str] = []
-    if not history.global_flag(SEMANTIC_SEARCH_FLAG).enabled:
-        runtime = services.context("history")
-        assert isinstance(runtime, HistoryRuntime)
-        others = sorted({p.org_id for p in runtime.events.partitions()} - set(demo_orgs))
-        for org_id in others:
-            if history.org_flag(org_id, SEMANTIC_SEARCH_FLAG).org_override is None:
-                history.set_org_flag(org_id, SEMANTIC_SEARCH_FLAG, False, actor=cli_actor())
-                opted_out.append(org_id)
-        history.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=cli_actor())
+    changed: list[str] = []
+    flag = history.global_flag(SEMANTIC_SEARCH_FLAG)
+    if flag.state is GlobalState.OFF:
+        history.set_global_flag(SEMANTIC_SEARCH_FLAG, GlobalState.OPT_IN, actor=cli_actor())
+        changed.append(
+            f"{SEMANTIC_SEARCH_FLAG} global: off -> opt_in (on only for the orgs that opt in)"
+        )
     for org_id in demo_orgs:
-        history.set_org_flag(org_id, SEMANTIC_SEARCH_FLAG, True, actor=cli_actor())
-    return opted_out
+        before = history.org_flag(org_id, SEMANTIC_SEARCH_FLAG).org_override
+        if before is not True:
+            history.set_org_flag(org_id, SEMANTIC_SEARCH_FLAG, True, actor=cli_actor())
+            was = "inherit" if before is None else "off"
+            changed.append(f"{SEMANTIC_SEARCH_FLAG} of {org_id}: {was} -> on")
+    return changed
 
 
 def _run(services: Services, data: DemoData, search: DemoSearch) -> dict[str, Any]:
@@ -206,11 +207,8 @@ def _show(document: dict[str, Any], admin_token: Path) -> None:
         f"{document['windows_embedded']} conversation windows embedded "
         f"(history model {document['history_model']}, policy model {document['policy_model']})."
     )
-    if document["other_orgs_opted_out"]:
-        print(
-            "Semantic search was off everywhere; it is now on globally, with an explicit"
-            f" opt-out for the other orgs: {', '.join(document['other_orgs_opted_out'])}."
-        )
+    for change in document["flags_changed"]:
+        print(f"Changed {change}.")
     for n, search in enumerate(document["searches"], 1):
         where = f"history of {search['org_id']}" if search["context"] == "history" else "policies"
         print(f"\n{n}. {where} — [{search['query_lang']}] {search['query']}")

@@ -282,6 +282,7 @@ async def test_feature_flag_endpoints(history_app, event, edge_model) -> None:
             "enabled": True,
             "default": False,
             "set": True,
+            "state": "on",
         }
         org = (await client.get("/v1/orgs/acme/feature-flags")).json()
         assert org["semantic_search"] is True
@@ -292,6 +293,7 @@ async def test_feature_flag_endpoints(history_app, event, edge_model) -> None:
             "global": True,
             "org": None,
             "effective": True,
+            "global_state": "on",
         }
         opted_out = (await client.put(flag_url, json={"enabled": False})).json()
         assert (opted_out["org"], opted_out["effective"]) == (False, False)
@@ -315,6 +317,60 @@ async def test_feature_flag_endpoints(history_app, event, edge_model) -> None:
             bad = await client.put(SEMANTIC, json=body)
             assert bad.status_code == 422
         assert (await client.get(SEMANTIC)).json()["enabled"] is True  # unchanged
+
+
+async def test_opt_in_turns_semantic_search_on_for_the_orgs_that_opt_in_only(
+    history_app, event
+) -> None:
+    async with history_app() as client:
+        for org in ("acme", "globex"):
+            await ingest(client, org, [event("how can I reset my password", minutes_ago=125)])
+        put = await client.put(SEMANTIC, json={"state": "opt_in"})
+        assert put.status_code == 200
+        assert put.json() == {
+            "flag": "digital_worker_semantic_search",
+            "enabled": True,
+            "default": False,
+            "set": True,
+            "state": "opt_in",
+        }
+        acme_flag = "/v1/orgs/acme/feature-flags/digital_worker_semantic_search"
+        opted = (await client.put(acme_flag, json={"enabled": True})).json()
+        assert (opted["global_state"], opted["org"], opted["effective"]) == ("opt_in", True, True)
+        assert (await client.post("/v1/sweep")).json()["partitions"] == 1  # acme's only
+        for org, semantic in (("acme", "on"), ("globex", "off"), ("newcomer", "off")):
+            found = await client.get(f"/v1/orgs/{org}/history/search", params={"q": "password"})
+            assert found.json()["semantic"] == semantic, org
+        globex = (await client.get("/v1/orgs/globex/feature-flags")).json()
+        assert globex["semantic_search"] is False
+        entry = next(f for f in globex["flags"] if f["flag"] == "digital_worker_semantic_search")
+        assert entry == {
+            "flag": "digital_worker_semantic_search",
+            "global": True,
+            "org": None,
+            "effective": False,
+            "global_state": "opt_in",
+        }
+        off_by = (
+            await client.get("/v1/orgs/globex/history/search", params={"q": "password"})
+        ).json()["semantic_off_by"]
+        assert off_by == {"flag": "digital_worker_semantic_search", "layer": "org", "default": True}
+        audit = (await client.get("/v1/audit")).json()["entries"]
+        flags = [e for e in audit if e["action"] == "feature_flag.global.set"]
+        assert [(e["before"], e["after"]) for e in flags] == [(None, "opt_in")]
+
+        # Exactly one of state and enabled; a refused body changes nothing.
+        for body, field in (
+            ({"state": "on", "enabled": True}, "state"),
+            ({"state": "maybe"}, "state"),
+            ({"state": None}, "state"),
+            ({}, "state"),
+        ):
+            refused = await client.put(SEMANTIC, json=body)
+            assert refused.status_code == 422 and fields(refused) == [field], body
+        assert (await client.get(SEMANTIC)).json()["state"] == "opt_in"
+        back = await client.put(SEMANTIC, json={"enabled": False})
+        assert (back.json()["state"], back.json()["enabled"]) == ("off", False)
 
 
 async def test_retention_endpoints_and_purge(history_app, event) -> None:
