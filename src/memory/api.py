@@ -56,7 +56,7 @@ from memory.domain.active_model import ActiveModelDrop
 from memory.domain.audit.admin_action import Actor
 from memory.domain.errors import AlreadyExists, DomainError, InvalidInput, NotFound
 from memory.domain.history.chat_event import ChatEvent
-from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG
+from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG, GlobalState
 from memory.domain.history.search import HistoryHit, HistoryQuery, HistorySearchResult
 from memory.domain.policy.search import PolicyDocument, PolicySearch, SimilarityResult
 from memory.domain.policy.versions import PolicyVersion
@@ -77,6 +77,7 @@ __all__ = [
     "DropReport",
     "EmbeddingError",
     "GlobalFlag",
+    "GlobalState",
     "HistoryHit",
     "HistoryQuery",
     "HistorySearchResult",

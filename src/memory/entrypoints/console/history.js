@@ -96,7 +96,9 @@ function explain(answer) {
     const why = !off
       ? "semantic search is off for this org"
       : off.layer === "org"
-        ? `the flag ${off.flag} is turned off for this org`
+        ? off.default
+          ? `the flag ${off.flag} is on only for the orgs that opt in, and this org has not`
+          : `the flag ${off.flag} is turned off for this org`
         : `the flag ${off.flag} is off globally (default ${off.default ? "on" : "off"}) and this org has no setting of its own`;
     lines.push(h("p", {}, badge("semantic off", "muted"), ` Full-text only: ${why}.`));
   } else if (answer.semantic === "degraded") {

@@ -111,7 +111,8 @@ function directory(page, number, { next, previous }) {
 
 function flagSource(by) {
   if (!by) return "";
-  return by.layer === "org" ? "set for this org" : `global ${by.default ? "default" : "setting"}`;
+  if (by.layer === "org") return by.default ? "not opted in (global opt-in)" : "set for this org";
+  return `global ${by.default ? "default" : "setting"}`;
 }
 
 function poisonBadge(windows, events) {
@@ -209,8 +210,8 @@ async function renderOrg(container, orgId, own) {
       table(
         [
           ["Flag", (f) => h("code", {}, f.flag)],
-          ["Global", (f) => yesNo(f.global, "on", "off")],
-          ["This org", (f) => (f.org === null ? badge("not set", "muted") : yesNo(f.org, "on", "off"))],
+          ["Global", (f) => h("span", { "data-testid": `global-${f.flag}` }, f.global_state === "opt_in" ? badge("opt-in", "muted") : yesNo(f.global, "on", "off"))],
+          ["This org", (f) => (f.org === null ? badge(f.global_state === "opt_in" ? "not opted in" : "not set", "muted") : yesNo(f.org, "on", "off"))],
           ["Effective", (f) => h("span", { "data-testid": `effective-${f.flag}` }, yesNo(f.effective, "on", "off"))],
           [
             "Change for this org",
