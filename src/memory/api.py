@@ -57,9 +57,16 @@ from memory.domain.audit.admin_action import Actor
 from memory.domain.errors import AlreadyExists, DomainError, InvalidInput, NotFound
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.feature_flags import MODULE_FLAG, SEMANTIC_SEARCH_FLAG, GlobalState
-from memory.domain.history.search import HistoryHit, HistoryQuery, HistorySearchResult
+from memory.domain.history.search import (
+    HistoryHit,
+    HistoryQuery,
+    HistorySearchResult,
+    MatchedBy,
+    SemanticState,
+)
 from memory.domain.policy.search import PolicyDocument, PolicySearch, SimilarityResult
-from memory.domain.policy.versions import PolicyVersion
+from memory.domain.policy.versions import PolicyVersion, VersionChange
+from memory.domain.relevance import ScriptGroup
 from memory.entrypoints.bootstrap import Services, opened
 from memory.entrypoints.warm_up import warm_up
 from memory.entrypoints.workers.supervisor import WorkerThread
@@ -85,6 +92,7 @@ __all__ = [
     "IngestResult",
     "InputRejected",
     "InvalidInput",
+    "MatchedBy",
     "Memory",
     "ModelMisconfigured",
     "ModelUnavailable",
@@ -104,13 +112,16 @@ __all__ = [
     "PurgeReport",
     "Reach",
     "Retention",
+    "ScriptGroup",
     "SearchAnswer",
+    "SemanticState",
     "ServiceUnavailable",
     "Settings",
     "SimilarityResult",
     "StoreReceipt",
     "StoredModel",
     "SweepReport",
+    "VersionChange",
     "open",
 ]
 

@@ -15,12 +15,12 @@ Measured and chosen in docs/adr/0112 (script groups) and docs/adr/0120 (Malay ap
 
 from __future__ import annotations
 
-import enum
 import math
 import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 from memory.domain.errors import InvalidInput
 
@@ -62,7 +62,7 @@ _SPACE = re.compile(r"\s")
 _WORD = re.compile(r"[A-Za-z]+")
 
 
-class ScriptGroup(enum.Enum):
+class ScriptGroup(StrEnum):
     """The group a text's similarities are standardised within (the name is from when the
     groups were scripts alone, ADR 0112; Malay is apart since ADR 0120)."""
 

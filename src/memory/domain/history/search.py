@@ -3,11 +3,11 @@ semantic hits are merged."""
 
 from __future__ import annotations
 
-import enum
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 from memory.domain.errors import InvalidInput
 from memory.domain.history.feature_flags import FlagSource
@@ -18,15 +18,17 @@ SEARCH_LIMIT_MAX = 100
 MAX_QUERY_CHARS = 1000
 
 
-class MatchedBy(enum.Enum):
+class MatchedBy(StrEnum):
+    """Which half of a hybrid search found a hit. Equal to its wire value (`"fts"`)."""
+
     FTS = "fts"
     SEMANTIC = "semantic"
 
 
-class SemanticState(enum.Enum):
+class SemanticState(StrEnum):
     """`on`: semantic hits were searched; `off`: the feature is off for the org (the model
     was not called); `degraded`: the query could not be embedded in time, so the answer is
-    full-text only."""
+    full-text only. Equal to its wire value: `result.semantic == "on"`."""
 
     ON = "on"
     OFF = "off"

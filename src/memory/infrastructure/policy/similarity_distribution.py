@@ -65,7 +65,7 @@ class PostgresPolicySimilarityDistribution:
             raise _timed_out() from exc
         return QueryDistribution.of_groups(
             {
-                ScriptGroup(r["script_group"]): SimilarityDistribution(
+                ScriptGroup(str(r["script_group"])): SimilarityDistribution(
                     float(cast(float, r["mean"])),
                     float(cast(float, r["sd"] or 0.0)),
                     int(cast(int, r["n"])),
