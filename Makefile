@@ -1,6 +1,6 @@
 # The README's two commands: `make run` and `make test`. Both install what they need first
 # (scripts/setup.sh is idempotent) and work on a fresh Debian 12 machine, as root or not.
-.PHONY: setup setup-dev run demo lock test test-unit test-integration test-e2e test-model lint typecheck check bench clean
+.PHONY: setup setup-dev run demo lock test test-unit test-integration test-e2e test-model lint typecheck check bench clean reference
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -55,6 +55,13 @@ lint: setup-dev
 
 typecheck: setup-dev
 	$(VENV)/bin/mypy
+
+# The API reference of the HTTP client and the in-process API, generated from the code by
+# pdoc (docs/adr/0130): open $(REFERENCE_DIR)/index.html. tests/unit/docs/test_reference.py
+# runs this recipe.
+REFERENCE_DIR ?= build/reference
+reference: setup-dev
+	$(PY) -m pdoc --docformat markdown --no-search -o $(REFERENCE_DIR) memory.client memory.api
 
 bench: setup-dev
 	$(PY) bench/policy_search.py
