@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# A subprocess that imports the whole service and renders two large pages.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[3]
 MODULES = ("memory.client", "memory.api")
 # One import of memory.api and pdoc's rendering; on a loaded two-core machine, well within.
