@@ -21,6 +21,8 @@ _STATE = sql.SQL(
     SELECT EXISTS (SELECT 1 FROM dw_chat_partitions WHERE org_id = %(org_id)s) AS known,
            (SELECT coalesce(jsonb_object_agg(flag, enabled), '{{}}'::jsonb)
             FROM admin_feature_flags) AS global_flags,
+           (SELECT coalesce(array_agg(flag), '{{}}') FROM admin_feature_flags WHERE opt_in)
+            AS opt_in,
            (SELECT coalesce(jsonb_object_agg(flag, enabled), '{{}}'::jsonb)
             FROM org_feature_flags WHERE org_id = %(org_id)s) AS org_flags,
            ({pending}) AS pending
@@ -41,6 +43,8 @@ class PostgresSearchState:
             layers=FlagLayers(
                 _flags(row["global_flags"]),
                 _flags(row["org_flags"]),
+                # Flags in opt_in: an org without its own value does not have them (ADR 0131).
+                frozenset(str(flag) for flag in cast(list[object], row["opt_in"])),
             ),
             pending_windows=int(cast(int, row["pending"])),
         )
