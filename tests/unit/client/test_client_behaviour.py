@@ -21,6 +21,7 @@ from memory.client import (
     TransportFailed,
     Unavailable,
 )
+from memory.domain.history.feature_flags import GlobalState
 
 Handler = Callable[[httpx.Request], httpx.Response]
 RECEIPT = {
@@ -265,3 +266,25 @@ def test_min_relevance_is_sent_to_both_searches_and_relevance_read_back() -> Non
     assert answer.results[0].relevance == 3.2
     assert memory.search_policies("forklift", min_relevance=2.5).min_relevance == 2.5
     assert json.loads(seen[1].content)["min_relevance"] == 2.5
+
+
+def test_a_global_flag_is_set_by_state_name_or_as_before_by_a_bool() -> None:
+    answer = {
+        "flag": "digital_worker_semantic_search",
+        "enabled": True,
+        "default": False,
+        "set": True,
+        "state": "opt_in",
+    }
+    handler, seen = scripted(*(httpx.Response(200, json=answer) for _ in range(3)))
+    with client(handler, []) as memory:
+        flag = memory.set_global_flag("digital_worker_semantic_search", "opt_in")
+        memory.set_global_flag("digital_worker_semantic_search", GlobalState.OPT_IN)
+        memory.set_global_flag("digital_worker_semantic_search", True)
+    assert flag.state == GlobalState.OPT_IN
+    assert [json.loads(r.content) for r in seen] == [
+        {"state": "opt_in"},
+        {"state": "opt_in"},
+        {"enabled": True},  # the body of before opt_in existed
+    ]
+    assert {r.method for r in seen} == {"PUT"}
