@@ -281,6 +281,13 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
     text_of(driver, "semantic-search", "on")
     text_of(driver, "partitions", "slack/ops")
     assert driver.find_elements(By.CSS_SELECTOR, ".not-allowed") == []
+    # `memory demo` left the global state opt-in (ADR 0131): the org is on because it opted in.
+    text_of(driver, f"global-{SEMANTIC}", "opt-in")
+    _click(driver, f'[data-testid="flag-clear-{SEMANTIC}"]')
+    text_of(driver, "semantic-search", "off")
+    text_of(driver, "flags", "not opted in")
+    _click(driver, f'[data-testid="flag-on-{SEMANTIC}"]')
+    text_of(driver, "semantic-search", "on")
     _click(driver, f'[data-testid="flag-off-{SEMANTIC}"]')
     text_of(driver, "semantic-search", "off")
     flags = httpx.get(f"{base}/v1/orgs/{ORG}/feature-flags", headers=AUTH_HEADERS).json()
