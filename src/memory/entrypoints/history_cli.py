@@ -120,19 +120,16 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _purge(args: argparse.Namespace) -> int:
+    from memory.entrypoints.presenters.history import purge_body
+    from memory.entrypoints.presenters.wire import wire
+
     with _history(args.settings) as history:
         bar = _PurgeBar()
         try:
             report = history.purge(args.org_id, observer=bar, actor=cli_actor())
         finally:
             bar.close()
-        _print(
-            {
-                "orgs": report.orgs,
-                "events_deleted": report.events_deleted,
-                "embeddings_deleted": report.embeddings_deleted,
-            }
-        )
+        _print(wire(purge_body(report)))
     return 0
 
 
@@ -151,13 +148,16 @@ def _drop_model(args: argparse.Namespace) -> int:
 
 
 def _retention(args: argparse.Namespace) -> int:
+    from memory.entrypoints.presenters.history import retention_body
+    from memory.entrypoints.presenters.wire import wire
+
     with _history(args.settings) as history:
         with refusals(2):
             if args.days is not None:
                 found = history.set_retention(args.org_id, args.days, actor=cli_actor())
             else:
                 found = history.retention(args.org_id)
-        _print({"org_id": found.org_id, "days": found.days, "default": found.is_default})
+        _print(wire(retention_body(found)))
     return 0
 
 
