@@ -14,6 +14,7 @@ from tests.fakes import (
     FakeModel,
     InMemoryAuditTrail,
     InMemoryChatEventLog,
+    InMemoryFeatureFlags,
     InMemoryPartitionLocks,
     InMemoryPolicy,
     InMemoryPolicyReadModel,
@@ -31,11 +32,12 @@ from tests.integration.port_contracts.implementations import (
 )
 
 from memory.application.audit.ports import AuditTrail
-from memory.application.history.ports import PartitionLockFactory
+from memory.application.history.ports import FeatureFlagStore, PartitionLockFactory
 from memory.application.policy.ports import PolicyProjector
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.history.chat_events import PostgresChatEventLog
 from memory.infrastructure.history.embeddings import PostgresWindowEmbeddings
+from memory.infrastructure.history.feature_flags import PostgresFeatureFlags
 from memory.infrastructure.history.partition_locks import AdvisoryPartitionLocks
 from memory.infrastructure.history.retention import PostgresRetention
 from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
@@ -152,6 +154,11 @@ def partition_locks(database: Database | None) -> PartitionLockFactory:
     if database is None:
         return InMemoryPartitionLocks()
     return AdvisoryPartitionLocks(database.direct_url, wait_timeout=0.2)
+
+
+@pytest.fixture
+def flag_store(database: Database | None) -> FeatureFlagStore:
+    return InMemoryFeatureFlags() if database is None else PostgresFeatureFlags(database)
 
 
 @pytest.fixture
