@@ -150,3 +150,34 @@ def test_windows_of_two_orgs_with_the_same_event_ids_keep_each_other(make_runtim
     assert sweeper.run_pass("acme").windows_embedded == 1
     assert sweeper.run_pass("globex").windows_embedded == 1
     assert sorted(r["org_id"] for r in kit.rows()) == ["acme", "globex"]
+
+
+def test_a_slice_stops_at_its_windows_and_leaves_the_partitions_it_did_not_reach_first(
+    make_runtime, kit
+) -> None:
+    """A slice takes many partitions but consumes at most `slice_windows` windows: a
+    partition it reached consumes what is left of them (then waits behind the others), one
+    it did not reach is left as it was and goes first in the next slice."""
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    events = [
+        kit.message(f"{ch}{w}{i}", w * 40 + i, f"question {w} about order {i} in {ch}", channel=ch)
+        for ch in "ABC"
+        for w in range(3)
+        for i in range(2)
+    ]
+    runtime.service.ingest("acme", events)
+    log = CountingLog(runtime.events)
+    sweeper = kit.sweeper(runtime, events=log, visit_windows=3, slice_windows=4)
+    report = sweeper.run_pass()
+    assert (report.windows_embedded, report.slices) == (9, 3)
+    # Slice 1: A's 3 windows and 1 of B's; C not reached. Slice 2: C first (still due
+    # since its ingest), then B's second window. Slice 3: B's last.
+    calls = runtime.model.document_calls  # type: ignore[attr-defined]
+    assert [[t.split(" in ")[-1] for t in call] for call in calls] == [
+        ["A", "A", "A", "B"],
+        ["C", "C", "C", "B"],
+        ["B"],
+    ]
+    assert report.partitions == 5  # visits: A, B | C, B | B (C was not visited in slice 1)
+    assert len(kit.covered()) == len(set(kit.covered())) == 18

@@ -99,12 +99,15 @@ POISON_REASON = "input_rejected"
 POISON_EVENTS_PER_READ = 100
 # Partitions per slice of a pass: the due partitions taken at once, round-robin across orgs
 # (docs/adr/0090). A slice's visits end before the next slice looks again for what is due,
-# so work that arrives meanwhile waits at most one slice.
-SLICE_PARTITIONS = 32
+# so work that arrives meanwhile waits at most one slice. Many, so that partitions of one
+# window share a slice's fixed statements (docs/adr/0116); SLICE_WINDOWS bounds its work.
+SLICE_PARTITIONS = 128
 # Windows one visit consumes before the partition goes back to the end of the queue (due
-# again at once; checked between batches, so a visit does at least one batch): bounds a
-# slice to about SLICE_PARTITIONS x VISIT_WINDOWS windows, however large one org's backlog.
+# again at once): however large one org's backlog, it has a turn, then the others theirs.
 VISIT_WINDOWS = 64
+# Windows one slice consumes at most: 32 full visits (ADR 0090's bound). A partition of the
+# slice not reached by then is left as it was, due first in the next slice (docs/adr/0116).
+SLICE_WINDOWS = 32 * VISIT_WINDOWS
 # Orgs the pass' backlog names (the longest waiting); the rest are counted only.
 BACKLOG_TOP_ORGS = 5
 # Waiting ages (seconds) orgs are counted into for the metrics: a fixed number of series
@@ -137,6 +140,10 @@ class PartitionReport:
     lag_events: int | None = None
     # The visit used its window budget with work left: the partition stays due.
     unfinished: bool = False
+    # Windows the visit may consume: `visit_windows`, or less when its slice's are spent.
+    budget: int = VISIT_WINDOWS
+    # The slice's windows were spent before the visit consumed any: not visited, left due.
+    deferred: bool = False
     # When the partition's first open window closes by its gap alone (None: none open).
     tail_closes_at: datetime | None = None
     # The org's flags were read (on) when the slice started: the first batch needs no check.
@@ -236,7 +243,7 @@ class _Reading:
     def ended(self) -> bool:
         """The visit ended early: stalled, stopped or out of its window budget."""
         r = self.report
-        return r.stalled is not None or r.interrupted is not None or r.unfinished
+        return r.stalled is not None or r.interrupted is not None or r.unfinished or r.deferred
 
 
 @dataclass
@@ -296,6 +303,7 @@ class Sweeper:
         schedule: SweepSchedule,
         slice_partitions: int = SLICE_PARTITIONS,
         visit_windows: int = VISIT_WINDOWS,
+        slice_windows: int = SLICE_WINDOWS,
     ) -> None:
         """`directory`: where each partition visit leaves its state for the org directory
         (None: nowhere; tests of the sweep alone). `schedule`: which partitions have work."""
@@ -308,8 +316,9 @@ class Sweeper:
             raise ValueError("poison_events_per_read must be positive")
         if batch_tokens < 1:
             raise ValueError("batch_tokens must be positive")
-        if slice_partitions < 1 or visit_windows < 1:
-            raise ValueError("slice_partitions and visit_windows must be positive")
+        if slice_partitions < 1 or visit_windows < 1 or slice_windows < 1:
+            raise ValueError("slice_partitions, visit_windows and slice_windows must be positive")
+        self._slice_windows = slice_windows
         self._schedule = schedule
         self._slice_partitions = slice_partitions
         self._visit_windows = visit_windows
@@ -428,6 +437,8 @@ class Sweeper:
             part = swept.get(visit.partition)
             if part is None and visit.partition in watermarks:
                 continue  # the pass stopped before the slice's visits began
+            if part is not None and part.deferred:
+                continue  # the slice's windows were spent before its turn: left due
             if part is None:
                 part = (
                     PartitionReport(visit.partition, busy=True)
@@ -466,7 +477,10 @@ class Sweeper:
         save per call, one record of the visits. A visit that needs more than that read (a
         late stream, rows out of range, a read cut at its limit, a window refused by an
         erasure) goes on alone afterwards, as it would have from its first read."""
-        reports = {w.partition: PartitionReport(w.partition, flags_fresh=True) for w in watermarks}
+        reports = {
+            w.partition: PartitionReport(w.partition, flags_fresh=True, budget=self._visit_windows)
+            for w in watermarks
+        }
         fresh = [w for w in watermarks if w.mark.late is None]
         reads = self._events.read_main_many(
             [(w.partition, w.mark) for w in fresh], self._read_limit
@@ -493,8 +507,20 @@ class Sweeper:
             if r.main.read.complete:
                 r.report.lag_events = r.swept.open_messages
         for w in alone:
-            self._sweep_alone(w, reports[w.partition], model_down, stop)
-        visits = [self._finish(w, reports[w.partition]) for w in watermarks]
+            part = reports[w.partition]
+            left = self._slice_windows - sum(r.windows_consumed for r in reports.values())
+            part.budget = part.windows_consumed + min(
+                self._visit_windows - part.windows_consumed, left
+            )
+            if part.budget <= part.windows_consumed:
+                self._out_of_budget(part)
+                continue
+            self._sweep_alone(w, part, model_down, stop)
+        visits = [
+            self._finish(w, reports[w.partition])
+            for w in watermarks
+            if not reports[w.partition].deferred
+        ]
         if self._directory is not None:
             self._directory.record_visits(visits)
         return reports
@@ -511,10 +537,15 @@ class Sweeper:
                 for r in active:
                     self._stopped(r.report, Interruption.SHUTDOWN)
                 return
-            for r in [r for r in active if r.report.windows_consumed >= self._visit_windows]:
-                r.report.unfinished = True
-                active.remove(r)
-            segments = self._take_batch(active)
+            left = self._slice_windows - sum(r.report.windows_consumed for r in readings)
+            for r in list(active):
+                r.report.budget = r.report.windows_consumed + min(
+                    self._visit_windows - r.report.windows_consumed, left
+                )
+                if r.report.budget <= r.report.windows_consumed:
+                    self._out_of_budget(r.report)
+                    active.remove(r)
+            segments = self._take_batch(active, left)
             if not segments:
                 return
             disabled = self._disabled(segments)
@@ -533,14 +564,14 @@ class Sweeper:
                 continue
             active = [r for r in active if r.left and not r.read_again]
 
-    def _take_batch(self, active: Sequence[_Reading]) -> list[_Segment]:
+    def _take_batch(self, active: Sequence[_Reading], left: int) -> list[_Segment]:
         """The next batch: windows of the readings in order, the non-substantive ones
-        consumed with them (skipped) but not embedded."""
+        consumed with them (skipped) but not embedded; `left`: the slice's windows."""
         segments: list[_Segment] = []
         count, tokens = 0, 0
         for r in active:
             closed = r.swept.closed
-            room = self._visit_windows - r.report.windows_consumed
+            room = min(r.report.budget - r.report.windows_consumed, left)
             seg = _Segment(r, r.next, r.next)
             full = False
             while seg.end < len(closed) and count < self._batch_windows and seg.size < room:
@@ -556,6 +587,7 @@ class Sweeper:
                 seg.end += 1
             if seg.size:
                 segments.append(seg)
+                left -= seg.size
             if full or count >= self._batch_windows:
                 break
         return segments
@@ -680,6 +712,16 @@ class Sweeper:
             report.unfinished = True
         except _Stopped as stopped:
             self._stopped(report, stopped.reason)
+
+    @staticmethod
+    def _out_of_budget(report: PartitionReport) -> None:
+        """The visit's or the slice's windows are spent with work left: a visit that
+        consumed some is unfinished (due again behind the others), one that consumed none
+        is left as it was (due first in the next slice)."""
+        if report.windows_consumed:
+            report.unfinished = True
+        else:
+            report.deferred = True
 
     def _stopped(self, report: PartitionReport, reason: str) -> None:
         report.interrupted = reason
@@ -840,7 +882,7 @@ class Sweeper:
             interrupted = self._interruption(report, stop)
             if interrupted is not None:
                 raise _Stopped(interrupted)
-            if report.windows_consumed >= self._visit_windows:
+            if report.windows_consumed >= report.budget:
                 raise _BudgetSpent()
             while end < len(closed) and len(wanted) < self._batch_windows:
                 if is_substantive(closed[end]):
