@@ -13,8 +13,9 @@ service keeps is written as in production) and embedded with the `hash:1024` tes
    vectors precomputed, as in bench/history.py) beside the full-text statement and the
    exact-KNN statement measured alone in the same run (target: hybrid p50 within 1.3x of
    their sum), and the KNN statement search itself runs (with the query's relevance
-   statistics, ADR 0112) alone; a sweep pass with nothing new; the first page of the sweep status beside
-   the whole org's status read page by page (what the route answered before ADR 0093).
+   statistics, ADR 0112) alone; a sweep pass with nothing new; the first page of the
+   sweep status beside the whole org's status read page by page (what the route answered
+   before ADR 0093).
    Sweep throughput over 10,000 partitions of 1 window against 10 partitions of 1,000
    windows (same model, same total windows).
 2. `--orgs` orgs (1,000) of 10 channels each: the same measurements, the pass over every org.
