@@ -74,6 +74,7 @@ bench: setup-dev
 	$(PY) bench/tenants.py
 	$(PY) bench/sweep_work.py
 	$(PY) bench/durability.py
+	$(PY) bench/large_orgs.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

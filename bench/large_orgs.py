@@ -67,7 +67,7 @@ from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 from memory.infrastructure.history.embeddings import PostgresWindowEmbeddings
 from memory.infrastructure.history.search_indexes import PostgresWindowIndexes
 from memory.infrastructure.policy import read_model
-from memory.infrastructure.policy.indexes import ensure_hnsw_index
+from memory.infrastructure.policy.indexes import drop_hnsw_index, ensure_hnsw_index
 from memory.infrastructure.policy.read_model import PostgresPolicyReadModel
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database
@@ -566,6 +566,8 @@ def bench_policies(database: Database, size: int, queries: int, seed: int) -> li
     gen = ClusteredVectors(POLICY_DIMS, size, seed)
     with database.connection() as conn:
         conn.execute("TRUNCATE policy_embeddings")
+        # Loaded without the graph, then built in one pass (as `reembed` does).
+        drop_hnsw_index(conn, POLICY_MODEL)
     started = time.perf_counter()
     load_policies(database, gen.sample(size))
     load_seconds = time.perf_counter() - started
@@ -611,6 +613,12 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def shown(rows: list[Row]) -> list[Row]:
+    """Each size's rows as soon as they are measured (a 100k run takes a while)."""
+    print(table(rows), flush=True)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--windows", default="1000,10000,100000", help="org sizes")
@@ -628,10 +636,10 @@ def main() -> int:
         database.open()
         try:
             database.migrate()
-            for size in policies:
-                rows += bench_policies(database, size, args.queries, args.seed)
             for size in sizes:
-                rows += bench_history(database, size, args.queries, args.seed)
+                rows += shown(bench_history(database, size, args.queries, args.seed))
+            for size in policies:
+                rows += shown(bench_policies(database, size, args.queries, args.seed))
         finally:
             database.close()
     print()

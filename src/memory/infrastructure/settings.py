@@ -102,7 +102,8 @@ class Settings(BaseSettings):
     # "hnsw" (approximate, the HNSW index) or "exact" (full scan of the model's rows).
     policy_search_mode: Literal["hnsw", "exact"] = "hnsw"
     # HNSW candidate list size per search (pgvector `hnsw.ef_search`, 1..1000): recall vs speed.
-    policy_hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
+    # 150: recall@10 >= 0.99 of exact at 100k policies (docs/adr/0135).
+    policy_hnsw_ef_search: int = Field(default=150, ge=1, le=1000)
 
     # How far past the server's clock (seconds) a chat event's `occurred_at` and a search's
     # time bounds may be (at most one day); earlier than 1970 is always refused (ADR 0041).

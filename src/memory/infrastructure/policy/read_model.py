@@ -79,7 +79,7 @@ class PostgresPolicyReadModel:
         model_id: str,
         *,
         mode: SearchMode = "hnsw",
-        ef_search: int = 100,
+        ef_search: int = 150,
     ) -> None:
         self._database = database
         self._model_id = model_id
