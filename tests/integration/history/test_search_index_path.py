@@ -233,3 +233,26 @@ def test_the_builder_worker_builds_what_searches_asked_for(make_runtime, kit) ->
 
     anyio.run(main)
     assert indexes_present(kit) == both_groups("acme", "hash:1024")
+
+
+def test_a_build_left_half_way_by_a_dead_builder_is_built_again(make_runtime, kit) -> None:
+    runtime: HistoryRuntime = make_runtime(history_search_mode="approximate")
+    seed(runtime, kit)
+    semantic(runtime)
+    name = index_name("acme", "hash:1024")
+    # What a builder that died leaves: the request marked building, no lock held, and an
+    # index under the group's name that is not the finished graph.
+    leftover = group_index_name(name, ScriptGroup.OTHER)
+    with kit.database.connection() as conn:
+        conn.execute("UPDATE dw_window_indexes SET state = 'building'")
+        conn.execute(f"CREATE INDEX {leftover} ON dw_message_embeddings (created_at)")
+    assert runtime.window_indexes.build_next() is not None
+    assert [r["state"] for r in requests(kit)] == ["ready"]
+    with kit.database.connection() as conn:
+        method = conn.execute(
+            "SELECT am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam"
+            " WHERE c.relname = %s",
+            (leftover,),
+        ).fetchone()
+    assert method is not None and method["amname"] == "hnsw"
+    assert semantic(runtime)[0][0] == "t0"
