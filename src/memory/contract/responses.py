@@ -70,7 +70,10 @@ class PolicyMetadataShape(BaseModel):
     model_config = ConfigDict(
         extra="allow",
         title="PolicyMetadata",
-        json_schema_extra={"propertyNames": {"minLength": 1, "pattern": NO_NUL}},
+        json_schema_extra={
+            "propertyNames": {"minLength": 1, "pattern": NO_NUL},
+            "additionalProperties": {"$ref": "#/components/schemas/PolicyMetadataValue"},
+        },
     )
 
     title: str | None = Field(
@@ -82,6 +85,27 @@ class PolicyMetadataShape(BaseModel):
     tags: list[
         Annotated[str, Field(min_length=1, max_length=TAG_MAX_CHARS, pattern=NOT_BLANK_NO_NUL)]
     ] = Field(default_factory=list, max_length=MAX_TAGS, json_schema_extra={"uniqueItems": True})
+
+
+# The value of a metadata key other than the three well-known ones, stated in the document
+# by hand (`METADATA_VALUE_SCHEMA`): pydantic cannot write a recursive alias without also
+# validating through it, and the domain does the checking (iteratively, naming the key).
+METADATA_VALUE_SCHEMA: dict[str, Any] = {
+    "description": "Any JSON value whose strings and keys, at every depth, hold no NUL "
+    "character (PostgreSQL text cannot); numbers are finite; at most 32 levels deep.",
+    "anyOf": [
+        {"type": "string", "pattern": NO_NUL},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+        {"type": "array", "items": {"$ref": "#/components/schemas/PolicyMetadataValue"}},
+        {
+            "type": "object",
+            "propertyNames": {"pattern": NO_NUL},
+            "additionalProperties": {"$ref": "#/components/schemas/PolicyMetadataValue"},
+        },
+    ],
+}
 
 
 FilterScalar = str | int | float | bool | None

@@ -9,6 +9,7 @@ be added without its contract.
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib.resources
 import json
@@ -366,6 +367,7 @@ def openapi_document() -> dict[str, Any]:
         ref_template=REF,
     )
     schemas = {name: _components(schema) for name, schema in components["$defs"].items()}
+    schemas["PolicyMetadataValue"] = copy.deepcopy(s.METADATA_VALUE_SCHEMA)
     for name, schema in schemas.items():
         _describe_properties(name, schema)
     paths: dict[str, dict[str, Any]] = {}
