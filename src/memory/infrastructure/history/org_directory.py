@@ -151,7 +151,10 @@ class PostgresOrgDirectory:
                     "SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
                     (RETENTION_LOCK_CLASS, org_id),
                 )
-            cur.executemany(_RECORD_VISIT, [_visit_params(v) for v in visits])
+            # In key order: each row's trigger updates its org's totals row, so two sweepers
+            # recording slices of the same orgs take those rows in one order (no deadlock).
+            ordered = sorted(visits, key=lambda v: (v.partition, v.model))
+            cur.executemany(_RECORD_VISIT, [_visit_params(v) for v in ordered])
 
     def forget_model(self, model: str) -> int:
         with self._db.connection() as conn:
