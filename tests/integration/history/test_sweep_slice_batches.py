@@ -39,6 +39,7 @@ class CountingLog:
     def __init__(self, inner: Any) -> None:
         self._inner = inner
         self.reads: list[int] = []
+        self.limits: list[int] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -49,6 +50,7 @@ class CountingLog:
 
     def read_main_many(self, marks: Any, limit: int) -> Any:
         self.reads.append(len(marks))
+        self.limits.append(limit)
         return self._inner.read_main_many(marks, limit)
 
 
@@ -181,3 +183,25 @@ def test_a_slice_stops_at_its_windows_and_leaves_the_partitions_it_did_not_reach
     ]
     assert report.partitions == 5  # visits: A, B | C, B | B (C was not visited in slice 1)
     assert len(kit.covered()) == len(set(kit.covered())) == 18
+
+
+def test_a_slice_shares_its_read_among_its_partitions_and_a_cut_read_goes_on_alone(
+    make_runtime, kit
+) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    events = [
+        kit.message(f"{ch}{w:02d}{i}", w * 40 + i, f"question {w} about order {i}", channel=ch)
+        for ch in "ABC"
+        for w in range(10)
+        for i in range(2)
+    ]
+    runtime.service.ingest("acme", events)
+    log = CountingLog(runtime.events)
+    # 30 messages for 3 partitions: 10 each, raised to a full window's 15.
+    sweeper = kit.sweeper(runtime, events=log, slice_read_messages=30)
+    report = sweeper.run_pass()
+    assert log.limits[0] == 15
+    assert (report.windows_embedded, report.partitions) == (30, 3)
+    covered = kit.covered()
+    assert len(covered) == len(set(covered)) == 60

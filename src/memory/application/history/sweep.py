@@ -108,6 +108,11 @@ VISIT_WINDOWS = 64
 # Windows one slice consumes at most: 32 full visits (ADR 0090's bound). A partition of the
 # slice not reached by then is left as it was, due first in the next slice (docs/adr/0116).
 SLICE_WINDOWS = 32 * VISIT_WINDOWS
+# Messages a slice's one read takes, shared among its partitions (each at most read_limit):
+# a slice of backlogs consumes SLICE_WINDOWS windows at most, so reading 500 messages of
+# each of 128 partitions would read (and sessionise) mostly what the next slice reads again.
+# A partition whose share was too small goes on reading alone (docs/adr/0116).
+SLICE_READ_MESSAGES = 4 * SLICE_WINDOWS
 # Orgs the pass' backlog names (the longest waiting); the rest are counted only.
 BACKLOG_TOP_ORGS = 5
 # Waiting ages (seconds) orgs are counted into for the metrics: a fixed number of series
@@ -304,6 +309,7 @@ class Sweeper:
         slice_partitions: int = SLICE_PARTITIONS,
         visit_windows: int = VISIT_WINDOWS,
         slice_windows: int = SLICE_WINDOWS,
+        slice_read_messages: int = SLICE_READ_MESSAGES,
     ) -> None:
         """`directory`: where each partition visit leaves its state for the org directory
         (None: nowhere; tests of the sweep alone). `schedule`: which partitions have work."""
@@ -319,6 +325,7 @@ class Sweeper:
         if slice_partitions < 1 or visit_windows < 1 or slice_windows < 1:
             raise ValueError("slice_partitions, visit_windows and slice_windows must be positive")
         self._slice_windows = slice_windows
+        self._slice_read_messages = slice_read_messages
         self._schedule = schedule
         self._slice_partitions = slice_partitions
         self._visit_windows = visit_windows
@@ -482,9 +489,9 @@ class Sweeper:
             for w in watermarks
         }
         fresh = [w for w in watermarks if w.mark.late is None]
-        reads = self._events.read_main_many(
-            [(w.partition, w.mark) for w in fresh], self._read_limit
-        )
+        share = self._slice_read_messages // max(len(fresh), 1)
+        limit = min(self._read_limit, max(WINDOW_MESSAGE_CAP, share))
+        reads = self._events.read_main_many([(w.partition, w.mark) for w in fresh], limit)
         alone = [w for w in watermarks if w.mark.late is not None]
         readings: list[_Reading] = []
         for w in fresh:
