@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import schemathesis
 from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
@@ -28,10 +28,12 @@ from schemathesis.checks import (
 )
 from schemathesis.core.failures import Failure
 from tests.conftest import TEST_ADMIN_TOKEN
+from tests.e2e.contract import fuzz_hooks
 
 from memory.domain.access.api_key import MAX_KEY_LIFETIME_DAYS
 from memory.entrypoints.http.openapi import OPERATIONS, openapi_document
 
+ROOT = Path(__file__).resolve().parents[3]
 # Cases per operation: enough to reach every field's edges, few enough for a 2-core machine.
 EXAMPLES_PER_OPERATION = 30
 CASES: Counter[str] = Counter()
@@ -84,16 +86,9 @@ CHECKS = [
 
 
 # The document the app serves (the last test checks that /openapi.json is this one), loaded
-# at collection so that each operation is its own test.
-# Instants from a month ago to a little ahead: most fall where the service accepts them, so
-# requests get past the clock rules to what they are about (a key's expiry still often lies
-# in the past, which it refuses). A copy: loading a schema changes it.
-schemathesis.openapi.format(
-    "date-time",
-    st.integers(-30 * 86_400, 240).map(
-        lambda seconds: (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat()
-    ),
-)
+# at collection so that each operation is its own test; instants as `fuzz_hooks` makes them
+# (a key's expiry still often lies in the past, which the service refuses). A copy: loading
+# a schema changes it.
 schema = schemathesis.openapi.from_dict(copy.deepcopy(openapi_document()))
 
 
@@ -109,38 +104,69 @@ def test_every_operation_keeps_its_contract(served: str, case: schemathesis.Case
 
 
 # The stateful phase: sequences that follow the document's links (store a policy, then read,
-# update, delete it by the id the answer gave; ingest, then erase the ids ingest returned;
-# create a key, then revoke it) and the links schemathesis infers, so answers about things
-# that exist are checked too. Run by schemathesis's own engine (its CLI): hypothesis's
-# state machine under pytest rejects a live service, which answers a replay differently.
+# update, delete it by the id the answer gave; list orgs, ingest into one, then search, sweep,
+# erase; create a key, then list and revoke it) and the links schemathesis infers, so answers
+# about things that exist are checked too. Every operation is on a chain from an operation
+# the fuzzer starts with (docs/adr/0123), and the phase runs again, with new sequences, until
+# every operation was called (at most `STATEFUL_SECONDS`). Run by schemathesis's own engine
+# (its CLI): hypothesis's state machine under pytest rejects a live service, which answers a
+# replay differently. Its instants come from the same hooks as the cases above.
 STATEFUL_SCENARIOS = 30
+STATEFUL_STEPS = 12
 STATEFUL_SECONDS = 600
+STATEFUL_CALLED: Counter[str] = Counter()
 
 
 def test_linked_sequences_keep_the_contract(served: str, tmp_path: Path) -> None:
-    events = tmp_path / "stateful.ndjson"
-    run = subprocess.run(
-        [
-            str(Path(sys.executable).with_name("schemathesis")),
-            "run",
-            f"{served}/openapi.json",
-            "--phases=stateful",
-            "--checks=" + ",".join(check.__name__ for check in CHECKS[:-1]),
-            f"--header=Authorization: Bearer {TEST_ADMIN_TOKEN}",
-            f"--max-examples={STATEFUL_SCENARIOS}",
-            "--report=ndjson",
-            f"--report-ndjson-path={events}",
-            "--no-color",
-        ],
-        cwd=tmp_path,  # its cache goes there, not into the repository
-        capture_output=True,
-        text=True,
-        timeout=STATEFUL_SECONDS,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-2000:]
-    covered = re.search(r"API Links: +(\d+) covered", run.stdout)
-    assert covered is not None and int(covered[1]) > 0, run.stdout[-3000:]
+    every = {f"{op.method} {op.path}" for op in OPERATIONS}
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(f"[phases.stateful]\nmax-steps = {STATEFUL_STEPS}\n", "utf-8")
+    environment = {**os.environ, "SCHEMATHESIS_HOOKS": fuzz_hooks.__name__}
+    environment["PYTHONPATH"] = os.pathsep.join([str(ROOT), environment.get("PYTHONPATH", "")])
+    deadline = time.monotonic() + STATEFUL_SECONDS
+    passes = 0
+    while set(STATEFUL_CALLED) != every and time.monotonic() < deadline:
+        passes += 1
+        events = tmp_path / f"stateful-{passes}.ndjson"
+        run = subprocess.run(
+            [
+                str(Path(sys.executable).with_name("schemathesis")),
+                f"--config-file={config}",
+                "run",
+                f"{served}/openapi.json",
+                "--phases=stateful",
+                "--checks=" + ",".join(check.__name__ for check in CHECKS[:-1]),
+                f"--header=Authorization: Bearer {TEST_ADMIN_TOKEN}",
+                f"--max-examples={STATEFUL_SCENARIOS}",
+                "--report=ndjson",
+                f"--report-ndjson-path={events}",
+                "--no-color",
+            ],
+            cwd=tmp_path,  # its cache goes there, not into the repository
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=max(deadline - time.monotonic(), 60),
+            check=False,
+        )
+        assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-2000:]
+        covered = re.search(r"API Links: +(\d+) covered", run.stdout)
+        assert covered is not None and int(covered[1]) > 0, run.stdout[-3000:]
+        STATEFUL_CALLED.update(called_operations(events))
+    missing = every - set(STATEFUL_CALLED)
+    assert missing == set(), f"after {passes} stateful passes, never called: {sorted(missing)}"
+
+
+def called_operations(events: Path) -> Counter[str]:
+    """`METHOD /path` of every request the stateful phase sent, from its NDJSON report."""
+    called: Counter[str] = Counter()
+    for line in events.read_text("utf-8").splitlines():
+        finished = json.loads(line).get("ScenarioFinished")
+        if finished is None:
+            continue
+        for case in (finished["recorder"].get("cases") or {}).values():
+            called[f"{case['value']['method']} {case['value']['path']}"] += 1
+    return called
 
 
 def test_the_fuzzer_reached_every_operation() -> None:

@@ -299,10 +299,16 @@ OPERATIONS: tuple[Operation, ...] = (
 # fmt: on
 # OpenAPI links: which answers feed which next requests (what a client does after a call, and
 # the paths the contract fuzzer's stateful phase follows). source -> (target, parameters,
-# request body or None); values are OpenAPI runtime expressions.
+# request body or None); values are OpenAPI runtime expressions. Every operation is the
+# target or the source of a link, and every chain starts at an operation the fuzzer calls
+# first (a POST, or a GET without path parameters), so its stateful phase reaches every
+# operation (docs/adr/0123; tests/e2e/contract asserts it).
 _POLICY = {"policy_id": "$response.body#/policy_id"}
 _SAME_ORG = {"org_id": "$request.path.org_id"}
 _SAME_ORG_FLAG = {"org_id": "$request.path.org_id", "flag": "$request.path.flag"}
+_ORG_IN_BODY = {"org_id": "$request.path.org_id"}
+_LISTED_FLAG = {"flag": "$response.body#/flags/0/flag"}
+_LISTED_ORG = {"org_id": "$response.body#/orgs/0/org_id"}
 LINKS: Mapping[str, Sequence[tuple[str, Mapping[str, str], Any]]] = {
     "storePolicy": [
         ("getPolicy", _POLICY, None),
@@ -310,6 +316,8 @@ LINKS: Mapping[str, Sequence[tuple[str, Mapping[str, str], Any]]] = {
         ("policyVersions", _POLICY, None),
         ("deletePolicy", _POLICY, None),
         ("getPolicyByEmbedding", {"embedding_ref": "$response.body#/embedding_ref"}, None),
+        ("searchPolicies", {}, {"query": "$request.body#/content"}),
+        ("listPolicies", {}, None),
     ],
     "updatePolicy": [
         ("getPolicy", _POLICY, None),
@@ -321,13 +329,36 @@ LINKS: Mapping[str, Sequence[tuple[str, Mapping[str, str], Any]]] = {
         ("sweepStatus", _SAME_ORG, None),
         ("eraseChatEvents", _SAME_ORG, {"event_ids": "$response.body#/event_ids"}),
         ("listOrgFlags", _SAME_ORG, None),
+        ("setOrgFlag", _SAME_ORG, None),
         ("getRetention", _SAME_ORG, None),
+        ("setRetention", _SAME_ORG, None),
+        ("orgActivity", _SAME_ORG, None),
+        ("listOrgs", {"prefix": "$request.path.org_id"}, None),
+        ("runSweep", {}, _ORG_IN_BODY),
+        ("runPurge", {}, _ORG_IN_BODY),
         ("eraseOrg", _SAME_ORG, None),
     ],
+    # The directory leads to what can be done to an org it lists (or, empty, to any org).
+    "listOrgs": [
+        ("ingestChatEvents", _LISTED_ORG, None),
+        ("createApiKey", {}, None),
+        ("runSweep", {}, None),
+        ("runPurge", {}, None),
+    ],
+    "runSweep": [("serviceActivity", {}, None), ("health", {}, None)],
     "setOrgFlag": [("getOrgFlag", _SAME_ORG_FLAG, None), ("clearOrgFlag", _SAME_ORG_FLAG, None)],
+    "listGlobalFlags": [
+        ("getGlobalFlag", _LISTED_FLAG, None),
+        ("setGlobalFlag", _LISTED_FLAG, None),
+    ],
     "setGlobalFlag": [("getGlobalFlag", {"flag": "$request.path.flag"}, None)],
     "setRetention": [("getRetention", _SAME_ORG, None)],
-    "createApiKey": [("revokeApiKey", {"key_id": "$response.body#/key_id"}, None)],
+    "createApiKey": [
+        ("revokeApiKey", {"key_id": "$response.body#/key_id"}, None),
+        ("listApiKeys", {}, None),
+        ("getOwnApiKey", {}, None),
+        ("auditLog", {}, None),
+    ],
 }
 
 
