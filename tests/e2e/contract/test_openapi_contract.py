@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import (
@@ -117,6 +118,8 @@ STATEFUL_SECONDS = 600
 STATEFUL_CALLED: Counter[str] = Counter()
 
 
+# Passes until every operation was called, and the slowest one's own time limit.
+@pytest.mark.timeout(STATEFUL_SECONDS + 120)
 def test_linked_sequences_keep_the_contract(served: str, tmp_path: Path) -> None:
     every = {f"{op.method} {op.path}" for op in OPERATIONS}
     config = tmp_path / "schemathesis.toml"
