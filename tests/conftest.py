@@ -188,6 +188,33 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
     return make
 
 
+class _BodyOnce(httpx.AsyncByteStream):
+    """A request body handed over in one piece by a plain iterator, not an async generator."""
+
+    def __init__(self, body: bytes) -> None:
+        self._body: bytes | None = body
+
+    def __aiter__(self) -> _BodyOnce:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._body is None:
+            raise StopAsyncIteration
+        body, self._body = self._body, None
+        return body
+
+
+class InProcessTransport(httpx.ASGITransport):
+    """httpx's ASGI transport, except that a body the app stops reading (a refusal from its
+    first bytes, docs/adr/0118) is not an async generator left half-iterated, which trio
+    finalises with a ResourceWarning long after the request."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if isinstance(request.stream, httpx.ByteStream):
+            request.stream = _BodyOnce(b"".join(request.stream))
+        return await super().handle_async_request(request)
+
+
 @asynccontextmanager
 async def running_app(
     app: Starlette, *, raise_app_exceptions: bool = True, authenticated: bool = True
@@ -196,7 +223,7 @@ async def running_app(
     which sends the test admin key unless `authenticated=False`. With
     `raise_app_exceptions=False` an unhandled error is the 500 a client would see."""
     async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
+        transport = InProcessTransport(app=app, raise_app_exceptions=raise_app_exceptions)
         headers = AUTH_HEADERS if authenticated else {}
         async with httpx.AsyncClient(
             transport=transport, base_url="http://memory.test", headers=headers

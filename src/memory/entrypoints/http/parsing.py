@@ -19,6 +19,7 @@ to a Starlette request: bodies, query strings and path parameters become contrac
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -113,18 +114,21 @@ async def received_body(request: Request, model: type[BaseModel]) -> bytes:
     chunks: list[bytes] = []
     values = 1
     checked = False
-    async for chunk in request.stream():
-        chunks.append(chunk)
-        if checked:
-            continue
-        values += chunk.count(b",") + chunk.count(b"[") + chunk.count(b"{")
-        if values > MAX_BODY_VALUES:
-            checked = True
-            prefix = b"".join(chunks)
-            if _plain_utf8(prefix):
-                problem = await off_the_loop(scan_body, prefix, body_shape(model))
-                if problem is not None:
-                    raise RequestInvalid([{"field": problem.field, "reason": problem.reason}])
+    # Closed on a refusal too: a generator left half-read is finalised by the event loop
+    # later (trio warns about it).
+    async with contextlib.aclosing(request.stream()) as stream:
+        async for chunk in stream:
+            chunks.append(chunk)
+            if checked:
+                continue
+            values += chunk.count(b",") + chunk.count(b"[") + chunk.count(b"{")
+            if values > MAX_BODY_VALUES:
+                checked = True
+                prefix = b"".join(chunks)
+                if _plain_utf8(prefix):
+                    problem = await off_the_loop(scan_body, prefix, body_shape(model))
+                    if problem is not None:
+                        raise RequestInvalid([{"field": problem.field, "reason": problem.reason}])
     return b"".join(chunks)
 
 
