@@ -151,8 +151,12 @@ def _text_arguments() -> Iterator[tuple[list[str], str]]:
             if target.type is not None or target.choices is not None:
                 continue
             argv = list(path)
+            # An optional positional before the target must be given for the target to be
+            # reached (`memory flags FLAG STATE`).
+            positionals = [a for a in actions if not a.option_strings]
+            before = positionals[: positionals.index(target)] if target in positionals else []
             for action in actions:
-                if action is not target and not action.required:
+                if action is not target and not action.required and action not in before:
                     continue
                 value = LONE_SURROGATE if action is target else _valid(action)
                 argv += [action.option_strings[-1], value] if action.option_strings else [value]
