@@ -27,43 +27,28 @@ from __future__ import annotations
 
 import argparse
 import secrets
-import shutil
 import statistics
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 import uvicorn
 
+from bench_cluster import cluster
 from memory.application.access import authentication
 from memory.application.access.key_administration import operator_key
 from memory.domain.access.api_key import SECRET_BYTES, new_secret
 from memory.entrypoints.bootstrap import Services, build_services
 from memory.entrypoints.http.access import AccessControl
 from memory.entrypoints.http.app import create_app
-from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
+from memory.infrastructure.postgres.embedded import free_port
 from memory.infrastructure.settings import Settings
 
 ROUTE = "/v1/feature-flags"
 SERVER_START_SECONDS = 60
 WARMUP_REQUESTS = 200
-
-
-@contextmanager
-def cluster() -> Iterator[str]:
-    home = Path(tempfile.mkdtemp(prefix="memory-bench-auth-"))
-    home.chmod(0o755)
-    pg = EmbeddedPostgres(home, durable=False)
-    try:
-        url = pg.start()
-        yield create_database(url, "bench_auth")
-    finally:
-        pg.stop()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 @contextmanager
@@ -138,7 +123,7 @@ def main() -> int:
     per_round = max(1, args.requests // args.rounds)
     built: list[Services] = []
     with (
-        cluster() as url,
+        cluster("auth") as url,
         server(url, with_auth=False, built=built) as plain,
         server(url, with_auth=True, built=built) as authed,
         server(url, with_auth=True, built=built, failed_auth_per_minute=1) as limited,

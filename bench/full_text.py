@@ -34,13 +34,10 @@ import argparse
 import os
 import random
 import re
-import shutil
 import statistics
 import sys
-import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -49,6 +46,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_cluster import cluster
 from data.full_text_eval import CHINESE, LATIN, ONE_CHARACTER, ROJAK, TRAPS
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.full_text import (
@@ -64,7 +62,6 @@ from memory.domain.history.search import HistoryQuery
 from memory.infrastructure.history.chat_events import PostgresChatEventLog
 from memory.infrastructure.history.chinese_words import jieba_words
 from memory.infrastructure.postgres.database import Database
-from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database
 
 TOP = 10
 WARMUP_QUERIES = 20
@@ -396,18 +393,6 @@ def table(header: list[str], rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-@contextmanager
-def cluster() -> Iterator[str]:
-    home = Path(tempfile.mkdtemp(prefix="memory-bench-fulltext-"))
-    home.chmod(0o755)
-    pg = EmbeddedPostgres(home, durable=False)
-    try:
-        yield create_database(pg.start(), "full_text_bench")
-    finally:
-        pg.stop()
-        shutil.rmtree(home, ignore_errors=True)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ingest-events", type=int, default=30_000)
@@ -418,7 +403,7 @@ def main() -> int:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     started = time.perf_counter()
-    with cluster() as url:
+    with cluster("full_text") as url:
         database = Database(url, min_size=1, max_size=4)
         database.open()
         try:

@@ -38,6 +38,7 @@ import httpx
 from pgvector import HalfVector
 from tqdm import tqdm
 
+from bench_cluster import cluster
 from memory.application.embedding import EmbeddingModel, ModelStatus
 from memory.application.history.sweep import EMBED_BATCH_WINDOWS
 from memory.domain.audit.admin_action import Actor
@@ -51,7 +52,6 @@ from memory.entrypoints.serve_process import served
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 from memory.infrastructure.embedding.local_e5 import LocalE5Model
 from memory.infrastructure.postgres.database import Database
-from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database
 from memory.infrastructure.settings import Settings
 
 SERVER_START_SECONDS = 120
@@ -144,18 +144,6 @@ def as_json(e: ChatEvent) -> dict[str, Any]:
         "text": e.text,
         "occurred_at": e.occurred_at.isoformat(),
     }
-
-
-@contextmanager
-def cluster() -> Iterator[str]:
-    home = Path(tempfile.mkdtemp(prefix="memory-bench-history-"))
-    home.chmod(0o755)
-    pg = EmbeddedPostgres(home, durable=False)
-    try:
-        yield create_database(pg.start(), "history_bench")
-    finally:
-        pg.stop()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 @contextmanager
@@ -466,7 +454,7 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     rows: list[Row] = []
     started = time.perf_counter()
-    with cluster() as url:
+    with cluster("history") as url:
         database = Database(url, min_size=1, max_size=8)
         database.open()
         try:

@@ -30,24 +30,22 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pgvector import HalfVector
 from psycopg.types.json import Jsonb
 
+from bench_cluster import cluster
 from memory.application.embedding import ModelStatus
 from memory.application.history.ports import EmbeddedWindow
 from memory.domain.audit.admin_action import Actor
@@ -70,7 +68,6 @@ from memory.infrastructure.policy import read_model
 from memory.infrastructure.policy.indexes import drop_hnsw_index, ensure_hnsw_index
 from memory.infrastructure.policy.read_model import PostgresPolicyReadModel
 from memory.infrastructure.postgres.database import Database
-from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database
 from memory.infrastructure.settings import Settings
 
 HISTORY_MODEL = "hash:1024"
@@ -195,18 +192,6 @@ def recall(found: Sequence[Sequence[Any]], truth: Sequence[Sequence[Any]]) -> fl
         len(set(f[:RECALL_K]) & set(t[:RECALL_K])) for f, t in zip(found, truth, strict=True)
     )
     return hits / max(1, sum(min(RECALL_K, len(t)) for t in truth))
-
-
-@contextmanager
-def cluster() -> Iterator[str]:
-    home = Path(tempfile.mkdtemp(prefix="memory-bench-large-"))
-    home.chmod(0o755)
-    pg = EmbeddedPostgres(home, durable=False)
-    try:
-        yield create_database(pg.start(), "large_orgs_bench")
-    finally:
-        pg.stop()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 # -- history -------------------------------------------------------------------------------
@@ -631,7 +616,7 @@ def main() -> int:
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     rows: list[Row] = []
     started = time.perf_counter()
-    with cluster() as url:
+    with cluster("large_orgs") as url:
         database = Database(url, min_size=1, max_size=8)
         database.open()
         try:

@@ -19,23 +19,19 @@ for every seventh) and `--messages` messages per org, plus a few large orgs, the
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from psycopg import ClientCursor
 
+from bench_cluster import cluster
 from memory.application.history.ports import OrgPageQuery
 from memory.domain.history.chat_event import ChatEvent
 from memory.infrastructure.history.chat_events import PostgresChatEventLog
 from memory.infrastructure.history.org_directory import PostgresOrgDirectory, page_statement
 from memory.infrastructure.postgres.database import Database
-from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database
 
 MODEL = "hash:1024"
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -212,18 +208,6 @@ def measure_ingest(db: Database, rounds: int) -> None:
     print(f"{'enabled':<20}{with_triggers:>9.2f}   ({with_triggers / without:.2f}x)")
 
 
-@contextmanager
-def cluster() -> Iterator[str]:
-    home = Path(tempfile.mkdtemp(prefix="memory-bench-orgs-"))
-    home.chmod(0o755)
-    pg = EmbeddedPostgres(home, durable=False)
-    try:
-        yield create_database(pg.start(), "org_directory_bench")
-    finally:
-        pg.stop()
-        shutil.rmtree(home, ignore_errors=True)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--orgs", type=int, default=5000)
@@ -231,7 +215,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--ingest-rounds", type=int, default=40)
     args = parser.parse_args()
-    with cluster() as url:
+    with cluster("org_directory") as url:
         db = Database(url, min_size=1, max_size=4)
         db.open()
         try:

@@ -19,25 +19,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
+from bench_cluster import cluster
 from memory.domain.audit.admin_action import Actor
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
 from memory.entrypoints.history_runtime import HistoryRuntime
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
 from memory.infrastructure.postgres.database import Database
-from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database
 from memory.infrastructure.settings import Settings
 
 ACTOR = Actor("bench", "bench/sweep_work.py")
@@ -53,18 +48,6 @@ class Row:
     value: str
     ratio: str
     note: str
-
-
-@contextmanager
-def cluster() -> Iterator[str]:
-    home = Path(tempfile.mkdtemp(prefix="memory-bench-sweep-"))
-    home.chmod(0o755)
-    pg = EmbeddedPostgres(home, durable=False)
-    try:
-        yield create_database(pg.start(), "sweep_bench")
-    finally:
-        pg.stop()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def message(org: str, channel: str, n: int, at: datetime, i: int = 0) -> ChatEvent:
@@ -273,7 +256,7 @@ def main() -> int:
     wanted = set(args.only.split(","))
     rows: list[Row] = []
     started = time.perf_counter()
-    with cluster() as url:
+    with cluster("sweep") as url:
         database = Database(url, min_size=1, max_size=8)
         database.open()
         try:

@@ -1,0 +1,26 @@
+"""The private PostgreSQL cluster a benchmark runs in: a temporary home, not durable (no
+fsync: the benchmarks measure the service, not the disk), removed afterwards."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database
+
+
+@contextmanager
+def cluster(name: str) -> Iterator[str]:
+    """The URL of database `name` (with pgvector) in a new cluster that lives as long as the
+    context."""
+    home = Path(tempfile.mkdtemp(prefix=f"memory-bench-{name}-"))
+    home.chmod(0o755)
+    pg = EmbeddedPostgres(home, durable=False)
+    try:
+        yield create_database(pg.start(), f"{name}_bench")
+    finally:
+        pg.stop()
+        shutil.rmtree(home, ignore_errors=True)
