@@ -8,18 +8,11 @@ replaced by the reason, without ever meeting a 403."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import httpx
-import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
 from tests.e2e.console.browser import (
-    BrowserMissing,
-    binaries,
-    chromium,
     console_problems,
     enter_key,
     fill,
@@ -28,32 +21,11 @@ from tests.e2e.console.browser import (
     text_of,
     wait_for,
 )
-from tests.e2e.processes import HASH_MODELS, memory_cli, served_on
 
 SEMANTIC = "digital_worker_semantic_search"
 ORG = "acme-logistics"
 # A key in the service's format that no one was ever given.
 UNKNOWN_KEY = "mem_" + "A" * 43
-
-
-@pytest.fixture
-def demo_server(database_url: str, tmp_path: Path) -> Iterator[str]:
-    home = tmp_path / "home"
-    seeded = memory_cli(home, "demo", "--json", MEMORY_DATABASE_URL=database_url, **HASH_MODELS)
-    assert seeded.returncode == 0, seeded.stderr
-    with served_on(database_url, home) as base:
-        yield base
-
-
-@pytest.fixture
-def browser() -> Iterator[webdriver.Chrome]:
-    try:
-        binaries()
-    except BrowserMissing as missing:
-        # Never a skip: CI must run this (scripts/setup.sh installs both packages).
-        pytest.fail(str(missing))
-    with chromium() as driver:
-        yield driver
 
 
 def _click(driver: webdriver.Chrome, css: str) -> None:

@@ -6,20 +6,14 @@ reload; pages that are not live (the playgrounds) neither refresh nor show the c
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.select import Select
 from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
 from tests.e2e.console.browser import (
-    BrowserMissing,
-    binaries,
-    chromium,
     console_problems,
     enter_key,
     shown,
@@ -27,31 +21,11 @@ from tests.e2e.console.browser import (
     text_of,
     wait_for,
 )
-from tests.e2e.processes import HASH_MODELS, memory_cli, served_on
 
 ORG = "acme-logistics"
 # The shortest period the control offers; a paused page is watched for longer than two.
 PERIOD_SECONDS = 5
 WATCH_PAUSED_SECONDS = 2 * PERIOD_SECONDS + 2
-
-
-@pytest.fixture
-def demo_server(database_url: str, tmp_path: Path) -> Iterator[str]:
-    home = tmp_path / "home"
-    seeded = memory_cli(home, "demo", "--json", MEMORY_DATABASE_URL=database_url, **HASH_MODELS)
-    assert seeded.returncode == 0, seeded.stderr
-    with served_on(database_url, home) as base:
-        yield base
-
-
-@pytest.fixture
-def browser() -> Iterator[webdriver.Chrome]:
-    try:
-        binaries()
-    except BrowserMissing as missing:
-        pytest.fail(str(missing))  # never a skip: scripts/setup.sh installs both packages
-    with chromium() as driver:
-        yield driver
 
 
 def _search(base: str, times: int, org: str = ORG) -> None:
