@@ -4,9 +4,9 @@
   tests turn: down, failing with any error, rejecting some inputs, failing after N texts,
   slow or gated calls, a forced query vector.
 - `FakeClock`: a clock tests move by hand.
-- In-memory adapters of the history ports (`InMemoryHistory`) and of the policy ports
-  (`InMemoryPolicy`, over the library's in-memory event store) for unit tests of both
-  contexts' use cases. They keep the ports' documented contracts, in Python instead of SQL;
+- In-memory adapters of the history ports (`InMemoryHistory`), of the policy ports
+  (`InMemoryPolicy`, over the library's in-memory event store), the audit trail and the
+  API key store (`InMemoryKeyStore`) for unit tests of the contexts' use cases. They keep the ports' documented contracts, in Python instead of SQL;
   tests/integration/port_contracts runs the same cases against them and the PostgreSQL
   adapters (docs/adr/0125).
 """
@@ -73,6 +73,7 @@ from memory.application.policy.projection import (
     PolicyRow,
 )
 from memory.application.policy.service import PolicyPorts
+from memory.domain.access.api_key import ApiKey
 from memory.domain.audit.admin_action import Action, Actor, AuditedChange
 from memory.domain.durability.erasure_record import ErasureRecord
 from memory.domain.embedding import EmbeddingVector, ModelIdentity
@@ -1053,6 +1054,63 @@ class InMemoryErasureJournal:
         dropped = len(self.kept) - len(kept)
         self.kept = kept
         return dropped
+
+
+class InMemoryKeyStore:
+    """`KeyStore` in memory: keys by id with their digests (never a secret), as
+    `PostgresKeyStore` keeps `api_keys`. `lock_bootstrap` serialises nothing: the fake has no
+    transaction for it to last until, so concurrent bootstraps are PostgreSQL's case
+    (tests/integration/access/test_keys.py)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, tuple[ApiKey, bytes]] = {}
+
+    def add(self, key: ApiKey, digest: bytes) -> None:
+        if key.key_id in self.rows or any(d == digest for _, d in self.rows.values()):
+            # As the table's primary key and its unique digest refuse it.
+            raise ValueError(f"key {key.key_id!r} or its digest is stored already")
+        self.rows[key.key_id] = (key, digest)
+
+    def find(self, digest: bytes) -> ApiKey | None:
+        return next((k for k, d in self.rows.values() if d == digest), None)
+
+    def get(self, key_id: str) -> ApiKey | None:
+        row = self.rows.get(key_id)
+        return None if row is None else row[0]
+
+    def keys(self, org_id: str | None, created_by: str | None = None) -> list[ApiKey]:
+        made = None if created_by is None else self._descendants(created_by)
+        found = [
+            key
+            for key, _ in self.rows.values()
+            if (org_id is None or key.org_id == org_id) and (made is None or key.key_id in made)
+        ]
+        return sorted(found, key=lambda k: (k.created_at, k.key_id))
+
+    def _descendants(self, creator: str) -> set[str]:
+        made: set[str] = set()
+        parents = {creator}
+        while parents:
+            children = {k.key_id for k, _ in self.rows.values() if k.created_by in parents} - made
+            made |= children
+            parents = children
+        return made
+
+    def revoke(self, key_id: str, at: datetime) -> None:
+        row = self.rows.get(key_id)
+        if row is not None and not row[0].revoked:
+            self.rows[key_id] = (row[0].revoked_as_of(at), row[1])
+
+    def touch(self, key_id: str, at: datetime) -> None:
+        row = self.rows.get(key_id)
+        if row is not None and (row[0].last_used_at is None or row[0].last_used_at < at):
+            self.rows[key_id] = (replace(row[0], last_used_at=at), row[1])
+
+    def lock_bootstrap(self) -> None:
+        pass
+
+    def count(self) -> int:
+        return len(self.rows)
 
 
 # Policy ports in memory --------------------------------------------------------------------

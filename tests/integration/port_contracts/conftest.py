@@ -15,6 +15,7 @@ from tests.fakes import (
     InMemoryAuditTrail,
     InMemoryChatEventLog,
     InMemoryFeatureFlags,
+    InMemoryKeyStore,
     InMemoryPartitionLocks,
     InMemoryPolicy,
     InMemoryPolicyReadModel,
@@ -31,9 +32,11 @@ from tests.integration.port_contracts.implementations import (
     PolicyTable,
 )
 
+from memory.application.access.ports import KeyStore
 from memory.application.audit.ports import AuditTrail
 from memory.application.history.ports import FeatureFlagStore, PartitionLockFactory
 from memory.application.policy.ports import PolicyProjector
+from memory.infrastructure.access.key_store import PostgresKeyStore
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.history.chat_events import PostgresChatEventLog
 from memory.infrastructure.history.embeddings import PostgresWindowEmbeddings
@@ -164,3 +167,8 @@ def flag_store(database: Database | None) -> FeatureFlagStore:
 @pytest.fixture
 def audit_trail(database: Database | None) -> AuditTrail:
     return InMemoryAuditTrail() if database is None else PostgresAuditTrail(database)
+
+
+@pytest.fixture
+def key_store(database: Database | None) -> KeyStore:
+    return InMemoryKeyStore() if database is None else PostgresKeyStore(database)

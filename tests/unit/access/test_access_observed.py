@@ -1,6 +1,8 @@
 """`AccessService` is observed like the other contexts' services (docs/adr/0127): each
 lookup and each key change reports one `ServiceCall`; a cache hit reports nothing; the
-metrics count lookups and changes by outcome, and the log never holds a secret."""
+metrics count lookups and changes by outcome, and the log never holds a secret. Over the
+in-memory key store and audit trail (tests/fakes.py; the port contract cases hold them to
+the PostgreSQL adapters)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from prometheus_client import REGISTRY
+from tests.fakes import InMemoryAuditTrail, InMemoryKeyStore
 
 from memory.application.access.authentication import KEY_CACHE_SECONDS
 from memory.application.access.errors import Forbidden, KeyExpired
@@ -16,10 +19,7 @@ from memory.application.access.key_administration import CreatedKey, operator_ke
 from memory.application.access.service import AccessService
 from memory.application.observer import ServiceCall
 from memory.domain.access.api_key import ApiKey
-from memory.infrastructure.access.key_store import PostgresKeyStore
 from memory.infrastructure.access.metrics import AccessMetrics
-from memory.infrastructure.audit.audit_log import PostgresAuditTrail
-from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.service_log import ServiceLog
 
 OPERATOR = operator_key("cli:test")
@@ -42,13 +42,11 @@ class Clocks:
         self.wall = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 
-def _observed(
-    database: Database, audit: PostgresAuditTrail, clocks: Clocks
-) -> tuple[AccessService, Calls]:
+def _observed(clocks: Clocks) -> tuple[AccessService, Calls]:
     calls = Calls()
     service = AccessService(
-        PostgresKeyStore(database),
-        audit,
+        InMemoryKeyStore(),
+        InMemoryAuditTrail(),
         now=lambda: clocks.wall,
         monotonic=lambda: clocks.mono,
         observers=(calls, AccessMetrics(), ServiceLog()),
@@ -67,11 +65,9 @@ def _changes(operation: str, outcome: str) -> float:
     return value or 0
 
 
-def test_each_lookup_and_key_change_reports_one_call(
-    database: Database, audit: PostgresAuditTrail
-) -> None:
+def test_each_lookup_and_key_change_reports_one_call() -> None:
     clocks = Clocks()
-    service, calls = _observed(database, audit, clocks)
+    service, calls = _observed(clocks)
     boot = service.bootstrap()
     created = service.create(OPERATOR, "bot", "acme", ["history:read"])
     assert service.authenticate(created.secret) is not None
@@ -83,10 +79,8 @@ def test_each_lookup_and_key_change_reports_one_call(
     assert isinstance(calls.seen[2].result, ApiKey)
 
 
-def test_a_cache_hit_and_the_pure_checks_report_nothing(
-    database: Database, audit: PostgresAuditTrail
-) -> None:
-    service, calls = _observed(database, audit, Clocks())
+def test_a_cache_hit_and_the_pure_checks_report_nothing() -> None:
+    service, calls = _observed(Clocks())
     created = service.create(OPERATOR, "bot", "acme", ["history:read"])
     service.authenticate(created.secret)
     before = len(calls.seen)
@@ -96,9 +90,9 @@ def test_a_cache_hit_and_the_pure_checks_report_nothing(
     assert len(calls.seen) == before
 
 
-def test_lookups_are_counted_by_outcome(database: Database, audit: PostgresAuditTrail) -> None:
+def test_lookups_are_counted_by_outcome() -> None:
     clocks = Clocks()
-    service, calls = _observed(database, audit, clocks)
+    service, calls = _observed(clocks)
     created = service.create(
         OPERATOR, "bot", "acme", ["history:read"], expires_at=clocks.wall + timedelta(hours=1)
     )
@@ -117,10 +111,8 @@ def test_lookups_are_counted_by_outcome(database: Database, audit: PostgresAudit
     assert isinstance(calls.seen[-1].error, KeyExpired)
 
 
-def test_a_refused_change_is_reported_with_its_error(
-    database: Database, audit: PostgresAuditTrail
-) -> None:
-    service, calls = _observed(database, audit, Clocks())
+def test_a_refused_change_is_reported_with_its_error() -> None:
+    service, calls = _observed(Clocks())
     reader = service.create(OPERATOR, "reader", "acme", ["history:read"]).key
     forbidden = _changes("create_key", "forbidden")
     with pytest.raises(Forbidden):
@@ -130,11 +122,9 @@ def test_a_refused_change_is_reported_with_its_error(
     assert _changes("create_key", "forbidden") == forbidden + 1
 
 
-def test_the_service_log_never_holds_a_secret(
-    database: Database, audit: PostgresAuditTrail, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_the_service_log_never_holds_a_secret(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="memory.service")
-    service, _ = _observed(database, audit, Clocks())
+    service, _ = _observed(Clocks())
     created = service.create(OPERATOR, "bot", "acme", ["history:read"])
     service.authenticate(created.secret)
     lines = [r for r in caplog.records if r.name == "memory.service"]
