@@ -6,7 +6,8 @@
 - `FakeClock`: a clock tests move by hand.
 - In-memory adapters of the history ports (`InMemoryHistory`), of the policy ports
   (`InMemoryPolicy`, over the library's in-memory event store), the audit trail and the
-  API key store (`InMemoryKeyStore`) for unit tests of the contexts' use cases. They keep the ports' documented contracts, in Python instead of SQL;
+  API key store (`InMemoryKeyStore`) for unit tests of the contexts' use cases. They keep
+  the ports' documented contracts, in Python instead of SQL:
   tests/integration/port_contracts runs the same cases against them and the PostgreSQL
   adapters (docs/adr/0125).
 """
