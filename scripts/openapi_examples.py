@@ -192,6 +192,7 @@ def record_history(r: Recorder) -> None:
         query={"q": "reset VPN password", "limit": 5},
     )
     r.call("sweepStatus", "GET", "/v1/orgs/acme/sweep", path_params=org)
+    r.call("searchIndexes", "GET", "/v1/orgs/acme/search-indexes", path_params=org)
     r.call("orgActivity", "GET", "/v1/orgs/acme/activity", path_params=org)
     r.call("serviceActivity", "GET", "/v1/activity")
     r.call("listOrgFlags", "GET", "/v1/orgs/acme/feature-flags", path_params=org)

@@ -45,6 +45,11 @@ from memory.application.history.feature_flags import GlobalFlag, OrgFlag
 from memory.application.history.ingest import IngestResult
 from memory.application.history.org_directory import OrgPage, OrgSummary
 from memory.application.history.retention import PurgeReport, Retention
+from memory.application.history.search_indexes import (
+    OrgSearchIndexes,
+    SearchIndexStatus,
+    SearchIndexSummary,
+)
 from memory.application.history.service import HistoryService, OrgSweepStatus
 from memory.application.history.sweep import SweepReport
 from memory.application.policy.commands import NewPolicy, StoreReceipt
@@ -64,6 +69,7 @@ from memory.domain.history.search import (
     MatchedBy,
     SemanticState,
 )
+from memory.domain.history.search_path import SearchIndexState
 from memory.domain.policy.search import PolicyDocument, PolicySearch, SimilarityResult
 from memory.domain.policy.versions import PolicyVersion, VersionChange
 from memory.domain.relevance import ScriptGroup
@@ -101,6 +107,7 @@ __all__ = [
     "NotFound",
     "OrgFlag",
     "OrgPage",
+    "OrgSearchIndexes",
     "OrgSummary",
     "OrgSweepStatus",
     "PolicyDocument",
@@ -114,6 +121,9 @@ __all__ = [
     "Retention",
     "ScriptGroup",
     "SearchAnswer",
+    "SearchIndexState",
+    "SearchIndexStatus",
+    "SearchIndexSummary",
     "SemanticState",
     "ServiceUnavailable",
     "Settings",

@@ -270,6 +270,11 @@ class AsyncMemoryClient:
         `cursor` for the next."""
         return await self._one(lambda: calls.sweep_status(org_id, limit=limit, cursor=cursor))
 
+    async def search_indexes(self, org_id: str) -> s.OrgSearchIndexesBody:
+        """The org's search indexes (one per model that has one): wanted, building with its
+        progress, ready, failed or dropping."""
+        return await self._one(lambda: calls.search_indexes(org_id))
+
     async def activity(self, org_id: str | None = None) -> s.ActivityBody:
         """The last hour a minute at a time (searches, degraded share, sweep lag age and
         windows embedded): the whole service's, or one org's."""

@@ -223,6 +223,10 @@ def sweep_status(org_id: str, *, limit: int | None, cursor: str | None) -> Call[
     return Call("GET", f"{_org(org_id)}/sweep", s.SweepStatusBody, params=params)
 
 
+def search_indexes(org_id: str) -> Call[s.OrgSearchIndexesBody]:
+    return Call("GET", f"{_org(org_id)}/search-indexes", s.OrgSearchIndexesBody)
+
+
 def activity(org_id: str | None) -> Call[s.ActivityBody]:
     path = "/v1/activity" if org_id is None else f"{_org(org_id)}/activity"
     return Call("GET", path, s.ActivityBody)

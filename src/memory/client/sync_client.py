@@ -264,6 +264,11 @@ class MemoryClient:
         `cursor` for the next."""
         return self._one(lambda: calls.sweep_status(org_id, limit=limit, cursor=cursor))
 
+    def search_indexes(self, org_id: str) -> s.OrgSearchIndexesBody:
+        """The org's search indexes (one per model that has one): wanted, building with its
+        progress, ready, failed or dropping."""
+        return self._one(lambda: calls.search_indexes(org_id))
+
     def activity(self, org_id: str | None = None) -> s.ActivityBody:
         """The last hour a minute at a time (searches, degraded share, sweep lag age and
         windows embedded): the whole service's, or one org's."""

@@ -430,6 +430,65 @@ class SweepStatusBody(Answer):
     )
 
 
+SearchIndexStateName = Literal["wanted", "building", "ready", "failed", "dropping"]
+
+
+class SearchIndexBody(Answer):
+    """An org's search index for one model (docs/adr/0134, 0141): an org past 5,000 windows
+    of a model gets one; its searches walk it once it is ready and scan exactly before."""
+
+    org_id: str
+    model: str
+    state: SearchIndexStateName = Field(
+        description="`wanted` (a search asked for it), `building`, `ready` (searches use it), "
+        "`failed` (the last build failed; tried again later) or `dropping` (the org shrank "
+        "below half the threshold)."
+    )
+    dimensions: int | None
+    windows_seen: int = Field(description="Windows the search that asked for the index saw.")
+    requested_at: datetime = Field(description="When a search asked for it.")
+    started_at: datetime | None = Field(description="When its last build started.")
+    ready_at: datetime | None = Field(description="When it became ready; null: not yet.")
+    phase: str | None = Field(
+        description="The running build's phase as PostgreSQL names it "
+        "(`building index: loading tuples in tree`, ...); null when no build runs."
+    )
+    tuples_done: int | None = Field(description="Windows the running phase has done.")
+    tuples_total: int | None = Field(description="Windows the running phase will do.")
+    progress: float | None = Field(
+        description="tuples_done / tuples_total (0..1) while a build runs and says it."
+    )
+    failures: int = Field(description="Builds that failed since it was last ready.")
+    last_error: str | None = Field(
+        description="The last failure's error class and SQLSTATE (never its message)."
+    )
+    failed_at: datetime | None = Field(description="When the last build failed.")
+
+
+class OrgSearchIndexesBody(Answer):
+    org_id: str
+    model: str = Field(
+        description="The active history model: its index serves the org's searches once ready."
+    )
+    indexes: list[SearchIndexBody] = Field(
+        description="One per model the org has an index of (none: every search is exact)."
+    )
+
+
+class SearchIndexSummaryBody(Answer):
+    """Every org's search indexes counted by state, and the builder's queue."""
+
+    wanted: int
+    building: int
+    ready: int
+    failed: int
+    dropping: int
+    queue: list[SearchIndexBody] = Field(
+        description="The first indexes not ready: running builds, failures, then wanted and "
+        "dropping ones, oldest request first."
+    )
+
+
 class GlobalFlagBody(Answer):
     flag: str
     enabled: bool

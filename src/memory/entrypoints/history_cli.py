@@ -1,21 +1,23 @@
 """Operator commands of the history context: `memory sweep`, `memory purge`, and
-`memory history ...` (drop-model, retention, status, reindex)."""
+`memory history ...` (drop-model, retention, status, orgs, reindex, indexes)."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from tqdm import tqdm
 
+from memory.application.history.search_indexes import SearchIndexStatus
 from memory.application.history.service import HistoryService
 from memory.application.history.sweep import PartitionReport
 from memory.domain.audit.admin_action import Actor
 from memory.domain.history.partition_listing import PARTITION_PAGE_DEFAULT, PARTITION_PAGE_MAX
+from memory.domain.history.search_path import SearchIndexState
 from memory.entrypoints.cli_output import emit, wants_json
 from memory.entrypoints.cli_refusal import refusals
 from memory.entrypoints.operator import cli_actor
@@ -223,6 +225,85 @@ def _orgs(args: argparse.Namespace) -> int:
     return 0
 
 
+# How often `memory history indexes --watch` reads the builds' progress again (the builder
+# copies it every 2 s).
+INDEX_WATCH_SECONDS = 2.0
+
+
+def _indexes(args: argparse.Namespace) -> int:
+    """The search indexes of one org, or every org's counted by state with the builder's
+    queue; `--watch` follows the running builds with a progress bar until none is left."""
+    from memory.entrypoints.presenters.history import (
+        org_search_indexes_body,
+        search_index_summary_body,
+    )
+    from memory.entrypoints.presenters.wire import wire
+
+    with _history(args.settings) as history:
+
+        def read() -> tuple[dict[str, Any], list[SearchIndexStatus]]:
+            if args.org_id is not None:
+                found = history.search_indexes(args.org_id)
+                return wire(org_search_indexes_body(found)), found.indexes
+            summary = history.search_index_summary()
+            return wire(search_index_summary_body(summary)), summary.queue
+
+        with refusals(2):
+            document, indexes = read()
+            if args.watch:
+                document = _watch_builds(read, document, indexes)
+        _print(document if wants_json() else _index_table(document))
+    return 0
+
+
+def _watch_builds(
+    read: Callable[[], tuple[dict[str, Any], list[SearchIndexStatus]]],
+    document: dict[str, Any],
+    indexes: list[SearchIndexStatus],
+) -> dict[str, Any]:
+    """Reads again every INDEX_WATCH_SECONDS while an index is wanted or building, showing
+    the first running build's phase and progress; the last document read."""
+    bar: tqdm[Any] | None = None
+    try:
+        while any(i.state in _UNFINISHED for i in indexes):
+            running = next((i for i in indexes if i.state is SearchIndexState.BUILDING), None)
+            if running is not None and running.tuples_total:
+                if bar is None:
+                    bar = tqdm(total=running.tuples_total, unit="window", desc="index")
+                bar.total = running.tuples_total
+                bar.set_description(f"{running.org_id} {running.phase or 'starting'}")
+                bar.n = running.tuples_done or 0
+                bar.refresh()
+            time.sleep(INDEX_WATCH_SECONDS)
+            document, indexes = read()
+    finally:
+        if bar is not None:
+            bar.close()
+    return document
+
+
+_UNFINISHED = (SearchIndexState.WANTED, SearchIndexState.BUILDING)
+
+
+def _index_table(document: dict[str, Any]) -> dict[str, Any]:
+    """The readable form: one row per index, its progress in percent."""
+    key = "indexes" if "indexes" in document else "queue"
+    rows = [
+        {
+            "org": i["org_id"],
+            "model": i["model"],
+            "state": i["state"],
+            "phase": i["phase"],
+            "progress": None if i["progress"] is None else f"{100 * i['progress']:.0f}%",
+            "windows": i["tuples_total"] or i["windows_seen"],
+            "failures": i["failures"],
+            "last_error": i["last_error"],
+        }
+        for i in document[key]
+    ]
+    return {**{k: v for k, v in document.items() if k != key}, key: rows or "none"}
+
+
 def _reindex(args: argparse.Namespace) -> int:
     with _history(args.settings) as history:
         bar = _ReindexBar()
@@ -297,3 +378,17 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         ),
     )
     reindex.set_defaults(func=_reindex)
+    indexes = commands.add_parser(
+        "indexes",
+        help="search indexes of large orgs: wanted, building (with progress), ready, failed",
+        description=(
+            "Without --org: every org's search indexes counted by state, and the builder's "
+            "queue (running builds first, with their phase and progress). With --org: that "
+            "org's indexes, one per model. --watch follows the builds until none is left."
+        ),
+    )
+    indexes.add_argument("--org", dest="org_id", help="only this org's indexes")
+    indexes.add_argument(
+        "--watch", action="store_true", help="follow the running builds until none is left"
+    )
+    indexes.set_defaults(func=_indexes)

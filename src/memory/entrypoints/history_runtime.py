@@ -124,7 +124,7 @@ class HistoryRuntime:
         words = jieba_words()
         words.warm_up()
         self.events = PostgresChatEventLog(database, clock=clock, split_words=words)
-        self.window_indexes = PostgresWindowIndexes(database)
+        self.window_indexes = PostgresWindowIndexes(database, mode=settings.history_search_mode)
         self.windows = PostgresWindowEmbeddings(
             database, mode=settings.history_search_mode, indexes=self.window_indexes
         )
@@ -147,12 +147,13 @@ class HistoryRuntime:
                 flags=self.flag_store,
                 watermarks=self.watermarks,
                 locks=self.locks,
-                retention=PostgresRetention(database),
+                retention=PostgresRetention(database, indexes=self.window_indexes),
                 full_text=self.events,
-                erasure=PostgresErasure(database),
+                erasure=PostgresErasure(database, indexes=self.window_indexes),
                 directory=PostgresOrgDirectory(database),
                 schedule=self.schedule,
                 search_state=PostgresSearchState(database),
+                indexes=self.window_indexes,
             ),
             model,
             clock=clock,
@@ -171,7 +172,9 @@ class HistoryRuntime:
                 else (*observers, self.last_runs, self.activity.tally)
             ),
         )
-        self._index_builder = WindowIndexBuilder(self.window_indexes)
+        self._index_builder = WindowIndexBuilder(
+            self.window_indexes, report=self.service.search_index_summary
+        )
         self._workers = HistoryWorkers(
             self.service,
             # The ingest listener's LISTEN and its leadership lock need a session.
@@ -203,6 +206,22 @@ class HistoryRuntime:
                 "partitions_busy_total": self.last_runs.partitions_busy_total,
                 "waiting": self._waiting(),
             },
+            "search_indexes": self._search_indexes(),
+        }
+
+    def _search_indexes(self) -> dict[str, Any]:
+        """The large orgs' search indexes (docs/adr/0134, 0141): the mode, counts by state,
+        and the builder's queue with each running build's progress and each failure."""
+        try:
+            summary = self.service.search_index_summary()
+        except ServiceUnavailable as exc:
+            return {"error": type(exc).__name__}
+        from memory.entrypoints.presenters.history import search_index_summary_body
+        from memory.entrypoints.presenters.wire import wire
+
+        return {
+            "mode": self.settings.history_search_mode.value,
+            **wire(search_index_summary_body(summary)),
         }
 
     def _waiting(self) -> dict[str, Any]:

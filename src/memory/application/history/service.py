@@ -56,6 +56,12 @@ from memory.application.history.retention import (
     Retention,
 )
 from memory.application.history.search import SearchHistory, SearchStateOneByOne
+from memory.application.history.search_indexes import (
+    SUMMARY_QUEUE_LIMIT,
+    OrgSearchIndexes,
+    SearchIndexes,
+    SearchIndexSummary,
+)
 from memory.application.history.sweep import Sweeper, SweepProgress, SweepReport
 from memory.application.history.sweep_status import (
     PartitionStatus,
@@ -109,6 +115,9 @@ class HistoryPorts:
     # Reads a search's state together; None: from `events`, `flags` and `schedule` one by
     # one (stores where a read costs no round trip).
     search_state: SearchStateReader | None = None
+    # The large orgs' search indexes (docs/adr/0134); None: the stores have none (every
+    # search is an exact scan).
+    indexes: SearchIndexes | None = None
 
 
 class HistoryService:
@@ -339,6 +348,32 @@ class HistoryService:
             )
 
         return self._observed.run("sweep_status", run)
+
+    # Search indexes ---------------------------------------------------------------------
+
+    def search_indexes(self, org_id: str) -> OrgSearchIndexes:
+        """The org's search indexes, one per model that has one: wanted, building (with the
+        build's progress), ready, failed or dropping (docs/adr/0134, 0141)."""
+
+        def run() -> OrgSearchIndexes:
+            org = check_org_id(org_id)
+            indexes = self._ports.indexes
+            found = [] if indexes is None else indexes.of_org(org)
+            return OrgSearchIndexes(org, self._model_id, found)
+
+        return self._observed.run("search_indexes", run, **_org_label(org_id))
+
+    def search_index_summary(self) -> SearchIndexSummary:
+        """Every org's indexes counted by state, and the builder's queue (running builds
+        first) up to SUMMARY_QUEUE_LIMIT: /healthz, the metrics, `memory history indexes`."""
+
+        def run() -> SearchIndexSummary:
+            indexes = self._ports.indexes
+            if indexes is None:
+                return SearchIndexSummary({}, [])
+            return indexes.summary(SUMMARY_QUEUE_LIMIT)
+
+        return self._observed.run("search_index_summary", run)
 
     # The org directory -------------------------------------------------------------------
 

@@ -58,6 +58,7 @@ ACCESS: AccessTable = {
     ("GET", f"{ORG}/history/search"): Access.org(Scope.HISTORY_READ),
     ("POST", "/v1/sweep"): Access.every_org(Scope.ADMIN),
     ("GET", f"{ORG}/sweep"): Access.org(Scope.HISTORY_READ),
+    ("GET", f"{ORG}/search-indexes"): Access.org(Scope.HISTORY_READ),
     ("GET", "/v1/feature-flags"): Access.any_org(Scope.HISTORY_READ),
     ("GET", "/v1/feature-flags/{flag}"): Access.any_org(Scope.HISTORY_READ),
     ("PUT", "/v1/feature-flags/{flag}"): Access.every_org(Scope.ADMIN),
@@ -148,6 +149,11 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
             lambda: service.sweep_status(org_id, limit=params.limit, cursor=params.cursor)
         )
         return AnswerResponse(present.sweep_status_body(status))
+
+    async def search_indexes(request: Request) -> Response:
+        org_id = _org(request)
+        found = await watched(lambda: service.search_indexes(org_id))
+        return AnswerResponse(present.org_search_indexes_body(found))
 
     async def list_global_flags(request: Request) -> Response:
         flags = await watched(service.global_flags)
@@ -245,6 +251,7 @@ def history_routes(service: HistoryService) -> list[BaseRoute]:
         Route(f"{org}/history/search", search, methods=["GET"]),
         Route("/v1/sweep", sweep, methods=["POST"]),
         Route(f"{org}/sweep", sweep_status, methods=["GET"]),
+        Route(f"{org}/search-indexes", search_indexes, methods=["GET"]),
         Route("/v1/feature-flags", list_global_flags, methods=["GET"]),
         Route("/v1/feature-flags/{flag}", global_flag, methods=["GET", "PUT"]),
         Route(f"{org}/feature-flags", list_org_flags, methods=["GET"]),

@@ -221,6 +221,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "Sweep progress: the org's totals and a keyset page of its partitions",
         s.SweepStatusBody, query=h.SweepStatusParams,
     ),
+    _history(
+        f"GET {ORG}/search-indexes", "searchIndexes",
+        "The org's search indexes: wanted, building (with progress), ready, failed, dropping",
+        s.OrgSearchIndexesBody,
+    ),
     _flags("GET /v1/feature-flags", "listGlobalFlags", "Global feature flags", s.GlobalFlagsBody),
     _flags(
         "GET /v1/feature-flags/{flag}", "getGlobalFlag", "One global flag", s.GlobalFlagBody,
@@ -327,6 +332,7 @@ LINKS: Mapping[str, Sequence[tuple[str, Mapping[str, str], Any]]] = {
     "ingestChatEvents": [
         ("searchHistory", _SAME_ORG, None),
         ("sweepStatus", _SAME_ORG, None),
+        ("searchIndexes", _SAME_ORG, None),
         ("eraseChatEvents", _SAME_ORG, {"event_ids": "$response.body#/event_ids"}),
         ("listOrgFlags", _SAME_ORG, None),
         ("setOrgFlag", _SAME_ORG, None),

@@ -9,6 +9,11 @@ from memory.application.history.ingest import IngestResult
 from memory.application.history.org_directory import OrgPage, OrgSummary
 from memory.application.history.ports import SweepTotals
 from memory.application.history.retention import PurgeReport, Retention
+from memory.application.history.search_indexes import (
+    OrgSearchIndexes,
+    SearchIndexStatus,
+    SearchIndexSummary,
+)
 from memory.application.history.service import OrgSweepStatus
 from memory.application.history.sweep import SweepReport
 from memory.application.history.sweep_status import PartitionStatus
@@ -28,6 +33,7 @@ from memory.contract.responses import (
     OrgFlagEntryBody,
     OrgFlagsBody,
     OrgRetentionBody,
+    OrgSearchIndexesBody,
     OrgSummaryBody,
     OrgSweepSummaryBody,
     PartitionStatusBody,
@@ -36,6 +42,8 @@ from memory.contract.responses import (
     PositionBody,
     PurgeBody,
     RetentionBodyOut,
+    SearchIndexBody,
+    SearchIndexSummaryBody,
     StallBody,
     SweepReportBody,
     SweepStatusBody,
@@ -46,6 +54,7 @@ from memory.contract.responses import (
 from memory.domain.history.feature_flags import FlagSource
 from memory.domain.history.position import SweepPosition
 from memory.domain.history.search import HistoryHit, HistorySearchResult
+from memory.domain.history.search_path import SearchIndexState
 
 
 def ingest_receipt_body(result: IngestResult) -> IngestReceiptBody:
@@ -97,6 +106,43 @@ def sweep_status_body(status: OrgSweepStatus) -> SweepStatusBody:
         ),
         partitions=[_partition_status(s) for s in status.partitions],
         next_cursor=status.next_cursor,
+    )
+
+
+def org_search_indexes_body(found: OrgSearchIndexes) -> OrgSearchIndexesBody:
+    return OrgSearchIndexesBody(
+        org_id=found.org_id, model=found.model, indexes=[_search_index(i) for i in found.indexes]
+    )
+
+
+def search_index_summary_body(summary: SearchIndexSummary) -> SearchIndexSummaryBody:
+    return SearchIndexSummaryBody(
+        wanted=summary.count(SearchIndexState.WANTED),
+        building=summary.count(SearchIndexState.BUILDING),
+        ready=summary.count(SearchIndexState.READY),
+        failed=summary.count(SearchIndexState.FAILED),
+        dropping=summary.count(SearchIndexState.DROPPING),
+        queue=[_search_index(i) for i in summary.queue],
+    )
+
+
+def _search_index(status: SearchIndexStatus) -> SearchIndexBody:
+    return SearchIndexBody(
+        org_id=status.org_id,
+        model=status.model,
+        state=status.state.value,
+        dimensions=status.dimensions,
+        windows_seen=status.windows_seen,
+        requested_at=status.requested_at,
+        started_at=status.started_at,
+        ready_at=status.ready_at,
+        phase=status.phase,
+        tuples_done=status.tuples_done,
+        tuples_total=status.tuples_total,
+        progress=None if status.progress is None else round(status.progress, 4),
+        failures=status.failures,
+        last_error=status.last_error,
+        failed_at=status.failed_at,
     )
 
 

@@ -37,8 +37,11 @@ _BY_SENDER = sql.SQL("sender = %(sender)s")
 
 
 class PostgresErasure:
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, *, indexes: PostgresWindowIndexes | None = None) -> None:
+        """`indexes`: the org search indexes an erasure that shrinks an org retires, and
+        that erasing an org drops."""
         self._db = database
+        self._indexes = indexes if indexes is not None else PostgresWindowIndexes(database)
 
     def erase_events(self, org_id: str, event_ids: Sequence[str]) -> ErasureReport:
         return self._erase(org_id, _BY_IDS, {"ids": list(event_ids)})
@@ -81,7 +84,7 @@ class PostgresErasure:
             ).rowcount
         # The org's search indexes (docs/adr/0134) go after, in a short transaction: DROP
         # INDEX locks the whole table, which must not last as long as the deletes above.
-        PostgresWindowIndexes(self._db).drop_org(org_id)
+        self._indexes.drop_org(org_id)
         return ErasedOrg(
             events_deleted=events,
             windows_deleted=windows,
@@ -98,7 +101,10 @@ class PostgresErasure:
         with self._db.connection() as conn:
             self._lock(conn, org_id)
             row = conn.execute(statement, {"org_id": org_id, **params}).fetchone()
-        assert row is not None
+            assert row is not None
+            # An org left below its search index's drop line (docs/adr/0141).
+            if row["windows"]:
+                self._indexes.retire_shrunk(conn, org_id)
         return ErasureReport(
             events_deleted=cast(int, row["events"]), windows_deleted=cast(int, row["windows"])
         )

@@ -11,9 +11,11 @@ from prometheus_client import Counter, Gauge, Histogram
 from memory.application.history.ingest import IngestResult
 from memory.application.history.ports import SweepBacklog
 from memory.application.history.retention import PurgeReport
+from memory.application.history.search_indexes import SearchIndexSummary
 from memory.application.history.sweep import SweepReport
 from memory.application.observer import ServiceCall
 from memory.domain.history.search import HistorySearchResult, SemanticState
+from memory.domain.history.search_path import SearchIndexState
 
 INGESTED_EVENTS = Counter(
     "memory_history_ingested_events_total", "Chat events received by ingest", ["result"]
@@ -84,6 +86,18 @@ SWEEP_LAST_SUCCESS = Gauge(
 PURGE_LAST_SUCCESS = Gauge(
     "memory_history_purge_last_success_timestamp_seconds",
     "When this process's last retention purge of all orgs finished without failing (Unix time)",
+)
+
+# Large orgs' search indexes (docs/adr/0134, 0141), as the last read of their summary left
+# them (/healthz, and the index builder every few seconds).
+SEARCH_INDEXES = Gauge(
+    "memory_history_search_indexes",
+    "Org search indexes by state (wanted, building, ready, failed, dropping)",
+    ["state"],
+)
+SEARCH_INDEX_BUILD_PROGRESS = Gauge(
+    "memory_history_search_index_build_progress",
+    "Share of the running index builds' current phase done (0..1; 0 when none runs)",
 )
 
 
@@ -158,6 +172,15 @@ def record_purge(report: PurgeReport, *, all_orgs: bool = True) -> None:
         PURGE_LAST_SUCCESS.set(time.time())
 
 
+def record_search_indexes(summary: SearchIndexSummary) -> None:
+    for state in SearchIndexState:
+        SEARCH_INDEXES.labels(state.value).set(summary.count(state))
+    running = [s for s in summary.queue if s.progress is not None]
+    done = sum(s.tuples_done or 0 for s in running)
+    total = sum(s.tuples_total or 0 for s in running)
+    SEARCH_INDEX_BUILD_PROGRESS.set(done / total if total else 0.0)
+
+
 class HistoryMetrics:
     """`ServiceObserver` that turns `HistoryService` calls into the counters above."""
 
@@ -176,3 +199,5 @@ class HistoryMetrics:
             )
         elif isinstance(result, PurgeReport):
             record_purge(result, all_orgs="org_id" not in call.labels)
+        elif isinstance(result, SearchIndexSummary):
+            record_search_indexes(result)

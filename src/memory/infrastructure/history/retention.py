@@ -7,12 +7,15 @@ from typing import cast
 
 from memory.domain.time_range import AcceptedTimeRange
 from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
+from memory.infrastructure.history.search_indexes import PostgresWindowIndexes
 from memory.infrastructure.postgres.database import Database
 
 
 class PostgresRetention:
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, *, indexes: PostgresWindowIndexes | None = None) -> None:
+        """`indexes`: the org search indexes a purge that shrinks an org retires."""
         self._db = database
+        self._indexes = indexes if indexes is not None else PostgresWindowIndexes(database)
 
     def days(self, org_id: str) -> int | None:
         with self._db.connection() as conn:
@@ -41,7 +44,9 @@ class PostgresRetention:
         """One transaction. A window covering a purged event starts before the cutoff
         (its first message is at or before that event), so `first_occurred_at < cutoff`
         finds exactly the rows covering purged events; likewise a window covering an event
-        past the stored range ends past it. Both conditions are index range scans."""
+        past the stored range ends past it. Both conditions are index range scans. An org
+        left below its search index's drop line has the index marked for dropping in the
+        same transaction (docs/adr/0141)."""
         params = {
             "org_id": org_id,
             "before": max(cutoff, stored.earliest),
@@ -56,6 +61,8 @@ class PostgresRetention:
                 " AND (first_occurred_at < %(before)s OR last_occurred_at > %(after)s)",
                 params,
             ).rowcount
+            if rows:
+                self._indexes.retire_shrunk(conn, org_id)
             events = conn.execute(
                 "DELETE FROM dw_chat_events WHERE org_id = %(org_id)s"
                 " AND (occurred_at < %(before)s OR occurred_at > %(after)s)",

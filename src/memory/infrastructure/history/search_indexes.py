@@ -13,7 +13,11 @@ size:
 A query uses one when it repeats the cast and names org, model and group as literals (a
 generic plan could not prove the predicate). A builder holds a session advisory lock on the
 request while it builds: a process that dies mid-build leaves an invalid index and an
-unlocked 'building' row, which the next builder drops and builds again.
+unlocked 'building' row, which the next builder drops and builds again. A build that fails
+with the database up is recorded ('failed', with its error's class) and tried again after
+`FAILED_RETRY_SECONDS`. A purge or an erasure that leaves an org below the drop line
+(memory.domain.history.search_path.keeps_index) marks its index 'dropping' in its own
+transaction; the builder drops it concurrently and forgets the request (docs/adr/0141).
 """
 
 from __future__ import annotations
@@ -31,6 +35,13 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from memory.application.history.search_indexes import SearchIndexStatus, SearchIndexSummary
+from memory.domain.history.search_path import (
+    HistorySearchMode,
+    SearchIndexState,
+    drop_line,
+    keeps_index,
+)
 from memory.domain.relevance import ScriptGroup
 from memory.infrastructure.postgres.database import Database
 
@@ -57,6 +68,27 @@ READY_CACHE_SECONDS = 30.0
 CONNECT_SECONDS = 10
 # Orgs and models remembered; beyond, the oldest are forgotten (and read again).
 READY_CACHE_SIZE = 10_000
+# A failed build is tried again this long after it failed (a full disk or a statement
+# timeout would otherwise fail the same build in a loop).
+FAILED_RETRY_SECONDS = 600
+
+# What the builder may claim: wanted, left 'building' by a builder that died (its lock is
+# free), or failed long enough ago.
+_CLAIMABLE = """
+    SELECT org_id, model, index_name FROM dw_window_indexes
+    WHERE state IN ('wanted', 'building')
+       OR (state = 'failed' AND failed_at < now() - make_interval(secs => %s))
+    ORDER BY requested_at
+"""
+_STATUS_COLUMNS = """
+    org_id, model, state, dimensions, windows_seen, requested_at, started_at, ready_at,
+    phase, tuples_done, tuples_total, failures, last_error, failed_at
+"""
+# The queue as operators read it: running builds first, then failures, then the rest.
+_QUEUE_ORDER = """
+    ORDER BY CASE state WHEN 'building' THEN 0 WHEN 'failed' THEN 1 WHEN 'wanted' THEN 2
+             ELSE 3 END, requested_at
+"""
 
 
 def index_name(org_id: str, model: str) -> str:
@@ -89,8 +121,16 @@ class BuiltIndex:
 
 
 class PostgresWindowIndexes:
-    def __init__(self, database: Database, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        database: Database,
+        *,
+        mode: HistorySearchMode = HistorySearchMode.AUTO,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """`mode`: the search mode the drop line follows (`keeps_index`)."""
         self._db = database
+        self._mode = mode
         self._clock = clock
         self._ready: OrderedDict[tuple[str, str], tuple[int | None, float]] = OrderedDict()
         self._requested: OrderedDict[tuple[str, str], float] = OrderedDict()
@@ -165,6 +205,63 @@ class PostgresWindowIndexes:
             for r in rows
         ]
 
+    def of_org(self, org_id: str) -> list[SearchIndexStatus]:
+        rows = self._db.read(
+            lambda conn: conn.execute(
+                f"SELECT {_STATUS_COLUMNS} FROM dw_window_indexes WHERE org_id = %s ORDER BY model",
+                (org_id,),
+            ).fetchall()
+        )
+        return [_status(r) for r in rows]
+
+    def summary(self, queue_limit: int) -> SearchIndexSummary:
+        def read(conn: psycopg.Connection[Any]) -> tuple[list[Any], list[Any]]:
+            counts = conn.execute(
+                "SELECT state, count(*) AS n FROM dw_window_indexes GROUP BY state"
+            ).fetchall()
+            # The pending partial index holds exactly the rows not ready.
+            queue = conn.execute(
+                f"SELECT {_STATUS_COLUMNS} FROM dw_window_indexes WHERE state <> 'ready'"
+                f" {_QUEUE_ORDER} LIMIT %s",
+                (queue_limit,),
+            ).fetchall()
+            return counts, queue
+
+        counts, queue = self._db.read(read)
+        return SearchIndexSummary(
+            counts={SearchIndexState(str(r["state"])): int(r["n"]) for r in counts},
+            queue=[_status(r) for r in queue],
+        )
+
+    def retire_shrunk(self, conn: psycopg.Connection[Any], org_id: str) -> int:
+        """In the caller's transaction (which just deleted some of the org's windows): marks
+        'dropping' each of the org's indexes whose model it no longer keeps an index for
+        (`keeps_index`). Counts at most the drop line's windows per model the org has an
+        index of, on the (org_id, model, id) btree: cost follows the org's indexes, not its
+        size. How many were marked."""
+        line = drop_line(self._mode)
+        rows = conn.execute(
+            "SELECT i.model, (SELECT count(*) FROM (SELECT 1 FROM dw_message_embeddings w"
+            "   WHERE w.org_id = i.org_id AND w.model = i.model LIMIT %s) AS kept) AS windows"
+            " FROM dw_window_indexes i WHERE i.org_id = %s AND i.state <> 'dropping'"
+            " FOR UPDATE OF i",
+            (line, org_id),
+        ).fetchall()
+        retired = [str(r["model"]) for r in rows if not keeps_index(self._mode, int(r["windows"]))]
+        if retired:
+            conn.execute(
+                "UPDATE dw_window_indexes SET state = 'dropping', phase = NULL"
+                " WHERE org_id = %s AND model = ANY(%s)",
+                (org_id, retired),
+            )
+            self._forget(org_id=org_id)
+            log.info(
+                "history search index of org %s to be dropped (%d model(s)): below the drop line",
+                org_id,
+                len(retired),
+            )
+        return len(retired)
+
     def drop_model(self, conn: psycopg.Connection[Any], model: str) -> int:
         """Drops every org's index of the model, in the caller's transaction."""
         rows = conn.execute(
@@ -203,23 +300,26 @@ class PostgresWindowIndexes:
             row_factory=dict_row,
             connect_timeout=CONNECT_SECONDS,
         ) as conn:
-            claimed = self._claim(conn)
+            self._drop_retired(conn)
+            claimed = self._claim(conn, _CLAIMABLE, (FAILED_RETRY_SECONDS,))
             if claimed is None:
                 return None
             org_id, model, name = claimed
             try:
                 return self._build(conn, org_id, model, name, stop)
+            except psycopg.Error as exc:
+                self._failed(org_id, model, name, exc)
+                return None
             finally:
-                conn.execute(
-                    "SELECT pg_advisory_unlock(%s, hashtext(%s))", (BUILD_LOCK_CLASS, name)
-                )
+                if not conn.closed and not conn.broken:
+                    conn.execute(
+                        "SELECT pg_advisory_unlock(%s, hashtext(%s))", (BUILD_LOCK_CLASS, name)
+                    )
 
-    def _claim(self, conn: psycopg.Connection[dict[str, Any]]) -> tuple[str, str, str] | None:
-        rows = conn.execute(
-            "SELECT org_id, model, index_name FROM dw_window_indexes"
-            " WHERE state <> 'ready' ORDER BY requested_at"
-        ).fetchall()
-        for r in rows:
+    def _claim(
+        self, conn: psycopg.Connection[dict[str, Any]], statement: str, params: tuple[Any, ...]
+    ) -> tuple[str, str, str] | None:
+        for r in conn.execute(statement, params).fetchall():
             locked = conn.execute(
                 "SELECT pg_try_advisory_lock(%s, hashtext(%s)) AS ok",
                 (BUILD_LOCK_CLASS, r["index_name"]),
@@ -227,6 +327,43 @@ class PostgresWindowIndexes:
             if locked and locked["ok"]:
                 return str(r["org_id"]), str(r["model"]), str(r["index_name"])
         return None
+
+    def _drop_retired(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
+        """Drops the indexes marked 'dropping' (their orgs shrank), each concurrently under
+        its build lock, and forgets their requests."""
+        statement = (
+            "SELECT org_id, model, index_name FROM dw_window_indexes"
+            " WHERE state = 'dropping' ORDER BY requested_at"
+        )
+        while (claimed := self._claim(conn, statement, ())) is not None:
+            org_id, model, name = claimed
+            try:
+                self._drop_concurrently(conn, name)
+                conn.execute(
+                    "DELETE FROM dw_window_indexes"
+                    " WHERE org_id = %s AND model = %s AND state = 'dropping'",
+                    (org_id, model),
+                )
+            finally:
+                conn.execute(
+                    "SELECT pg_advisory_unlock(%s, hashtext(%s))", (BUILD_LOCK_CLASS, name)
+                )
+            self._forget(org_id, model)
+            log.info("history search index dropped: org %s model %s (org shrank)", org_id, model)
+
+    def _failed(self, org_id: str, model: str, name: str, error: psycopg.Error) -> None:
+        """Records a failed build (class and SQLSTATE only: a message may quote data). When
+        the database itself is gone, that fails too and the error goes to the worker's
+        supervisor; the request stays 'building', unlocked, and is built again."""
+        reason = type(error).__name__ + (f" ({error.sqlstate})" if error.sqlstate else "")
+        log.warning("history search index for org %s model %s failed: %s", org_id, model, reason)
+        with self._db.connection() as conn:
+            conn.execute(
+                "UPDATE dw_window_indexes SET state = 'failed', failures = failures + 1,"
+                " last_error = %s, failed_at = now(), phase = NULL"
+                " WHERE org_id = %s AND model = %s AND index_name = %s AND state = 'building'",
+                (reason, org_id, model, name),
+            )
 
     def _build(
         self,
@@ -249,12 +386,14 @@ class PostgresWindowIndexes:
             return None
         dims = int(dims_row["dims"])
         started = time.monotonic()
-        conn.execute(
+        started_row = conn.execute(
             "UPDATE dw_window_indexes SET state = 'building', dimensions = %s,"
             " started_at = now(), phase = NULL, tuples_done = NULL, tuples_total = NULL"
-            " WHERE org_id = %s AND model = %s",
+            " WHERE org_id = %s AND model = %s AND state <> 'dropping' RETURNING 1",
             (dims, org_id, model),
-        )
+        ).fetchone()
+        if started_row is None:
+            return None  # the org shrank since it was claimed: dropped next time round
         # An index left invalid by a builder that died half-way.
         self._drop_concurrently(conn, name)
         conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (INDEX_BUILD_MEMORY,))
@@ -271,12 +410,15 @@ class PostgresWindowIndexes:
             watcher.stop()
         seconds = time.monotonic() - started
         marked = conn.execute(
-            "UPDATE dw_window_indexes SET state = 'ready', ready_at = now(), phase = NULL"
-            " WHERE org_id = %s AND model = %s AND index_name = %s RETURNING 1",
+            "UPDATE dw_window_indexes SET state = 'ready', ready_at = now(), phase = NULL,"
+            " failures = 0, last_error = NULL, failed_at = NULL"
+            " WHERE org_id = %s AND model = %s AND index_name = %s AND state = 'building'"
+            " RETURNING 1",
             (org_id, model, name),
         ).fetchone()
         if marked is None:
-            # The model was dropped while the index was built: drop_model deleted the row.
+            # The model was dropped while the index was built (drop_model deleted the row),
+            # or the org shrank below the drop line ('dropping': dropped next time round).
             self._drop_concurrently(conn, name)
             return None
         self._forget(org_id, model)
@@ -363,6 +505,25 @@ class _ProgressWatcher:
                 row["tuples_done"],
                 row["tuples_total"],
             )
+
+
+def _status(r: dict[str, Any]) -> SearchIndexStatus:
+    return SearchIndexStatus(
+        org_id=str(r["org_id"]),
+        model=str(r["model"]),
+        state=SearchIndexState(str(r["state"])),
+        dimensions=_count(r["dimensions"]),
+        windows_seen=int(r["windows_seen"]),
+        requested_at=r["requested_at"],
+        started_at=r["started_at"],
+        ready_at=r["ready_at"],
+        phase=None if r["phase"] is None else str(r["phase"]),
+        tuples_done=_count(r["tuples_done"]),
+        tuples_total=_count(r["tuples_total"]),
+        failures=int(r["failures"]),
+        last_error=None if r["last_error"] is None else str(r["last_error"]),
+        failed_at=r["failed_at"],
+    )
 
 
 def _count(value: object) -> int | None:
