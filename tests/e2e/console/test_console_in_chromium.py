@@ -2,15 +2,17 @@
 `memory serve` seeded by `memory demo`: each page loads, the key is entered once and kept in
 the tab's sessionStorage only, the header says whose key it is (GET /v1/api-keys/self), both
 playgrounds search, an admin flips an org's semantic flag and sets its retention (a bad
-value shows the server's reason), a wrong key shows the service's refusal and lets the
-operator enter another, and a restricted key finds the controls it may not use disabled or
-replaced by the reason, without ever meeting a 403."""
+value shows the server's reason), an admin for every org sets a flag's global state once it
+confirmed what the state does (a refusal shows why and changes nothing), a wrong key shows
+the service's refusal and lets the operator enter another, and a restricted key finds the
+controls it may not use disabled or replaced by the reason, without ever meeting a 403."""
 
 from __future__ import annotations
 
 import httpx
 from selenium import webdriver
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.select import Select
 from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
 from tests.e2e.console.browser import (
     console_problems,
@@ -122,6 +124,15 @@ def test_a_wrong_key_is_refused_and_a_restricted_key_sees_why_instead_of_a_403(
     # The directory shows this key's org only.
     orgs = text_of(driver, "orgs", ORG)
     assert "kedai-runcit" not in orgs
+    # The global flag states are shown; setting one needs an admin key for every org.
+    text_of(driver, f"global-state-{SEMANTIC}", "opt-in")
+    global_reason = text_of(driver, "global-flags-not-allowed", "admin")
+    assert "needs the admin scope on a key for every org" in global_reason
+    for control in ("pick", "change"):
+        element = driver.find_element(
+            By.CSS_SELECTOR, f'[data-testid="global-{control}-{SEMANTIC}"]'
+        )
+        assert not element.is_enabled(), control
 
     fill(driver, "org-id", ORG)  # an org opened by its id
     _click(driver, "#org-open")
@@ -297,6 +308,102 @@ def test_an_admin_searches_both_contexts_and_changes_an_org(
     _assert_key_kept_in_the_session_only(driver, TEST_ADMIN_TOKEN)
     # The refused retention and threshold only.
     _assert_nothing_from_elsewhere(driver, base, expected=(422,))
+
+
+def _global_state(base: str) -> str:
+    answer = httpx.get(f"{base}/v1/feature-flags/{SEMANTIC}", headers=AUTH_HEADERS)
+    return str(answer.json()["state"])
+
+
+def _global_changes(base: str) -> list[tuple[str, object]]:
+    """The audit log's global flag changes, oldest first: (who, the value recorded)."""
+    page = httpx.get(f"{base}/v1/audit", headers=AUTH_HEADERS, params={"limit": 100}).json()
+    return [
+        (e["actor"]["name"], e["after"])
+        for e in reversed(page["entries"])
+        if e["action"] == "feature_flag.global.set"
+    ]
+
+
+def _pick(driver: webdriver.Chrome, state: str) -> None:
+    picker = wait_for(
+        driver, lambda d: d.find_element(By.CSS_SELECTOR, f'[data-testid="global-pick-{SEMANTIC}"]')
+    )
+    Select(picker).select_by_value(state)
+    _click(driver, f'[data-testid="global-change-{SEMANTIC}"]')
+
+
+def test_an_admin_for_every_org_sets_the_global_state_once_confirmed_and_a_refusal_changes_nothing(
+    demo_server: str, browser: webdriver.Chrome
+) -> None:
+    base, driver = demo_server, browser
+    created = httpx.post(
+        f"{base}/v1/api-keys",
+        headers=AUTH_HEADERS,
+        json={"name": "ops admin", "org_id": None, "scopes": ["admin", "history:read"]},
+    )
+    assert created.status_code == 201, created.text
+    ops, ops_id = created.json()["secret"], created.json()["key_id"]
+    before = _global_changes(base)
+    driver.get(f"{base}/console#/orgs")
+    enter_key(driver, ops)
+    text_of(driver, "key-name", "ops admin")
+    # `memory demo` left the state opt-in and opted its two orgs in (ADR 0131).
+    text_of(driver, f"global-state-{SEMANTIC}", "opt-in")
+    assert text_of(driver, "orgs", "kedai-runcit").count("set for this org") == 2
+    assert driver.find_elements(By.CSS_SELECTOR, '[data-testid="global-flags-not-allowed"]') == []
+
+    # The state shown already: nothing to confirm.
+    _pick(driver, "opt_in")
+    text_of(driver, "global-flag-message", "already")
+    assert driver.find_elements(By.CSS_SELECTOR, '[data-testid="global-confirm"]') == []
+    # Cancel sends nothing.
+    _pick(driver, "on")
+    asked = text_of(driver, "global-confirm", "every org")
+    assert f"Set {SEMANTIC} to on?" in asked
+    assert "on for every org that has not turned it off, including orgs created later" in asked
+    _click(driver, '[data-testid="global-confirm-no"]')
+    wait_for(
+        driver, lambda d: not d.find_elements(By.CSS_SELECTOR, '[data-testid="global-confirm"]')
+    )
+    assert _global_state(base) == "opt_in"
+
+    # Confirmed: off for every org, the orgs' own `true` included; the directory says so.
+    _pick(driver, "off")
+    asked = text_of(driver, "global-confirm", "every org")
+    assert "off for every org, including the orgs that turned it on" in asked
+    _click(driver, '[data-testid="global-confirm-yes"]')
+    text_of(driver, f"global-state-{SEMANTIC}", "off")
+    assert text_of(driver, "orgs", "global setting").count("global setting") == 2
+    assert _global_state(base) == "off"
+
+    # The key is revoked meanwhile: the confirmed change is refused, shown, and changes nothing.
+    _pick(driver, "opt_in")
+    assert "on only for the orgs that turned it on" in text_of(driver, "global-confirm", "only")
+    revoked = httpx.delete(f"{base}/v1/api-keys/{ops_id}", headers=AUTH_HEADERS)
+    assert revoked.status_code == 204, revoked.text
+    _click(driver, '[data-testid="global-confirm-yes"]')
+    refused = text_of(driver, "global-flag-message", "401")
+    assert "unauthenticated" in refused and "unknown or revoked API key" in refused
+    assert _global_state(base) == "off"
+
+    # Another admin key for every org sets it back to opt-in.
+    enter_key(driver, TEST_ADMIN_TOKEN)
+    text_of(driver, "key-name", "MEMORY_ADMIN_TOKEN")
+    text_of(driver, f"global-state-{SEMANTIC}", "off")
+    _pick(driver, "opt_in")
+    _click(driver, '[data-testid="global-confirm-yes"]')
+    text_of(driver, f"global-state-{SEMANTIC}", "opt-in")
+    assert text_of(driver, "orgs", "set for this org").count("set for this org") == 2
+    assert _global_state(base) == "opt_in"
+
+    # Only the two confirmed changes were made, each by the key that confirmed it.
+    assert _global_changes(base)[len(before) :] == [
+        ("ops admin", False),
+        ("MEMORY_ADMIN_TOKEN", "opt_in"),
+    ]
+    _assert_key_kept_in_the_session_only(driver, TEST_ADMIN_TOKEN)
+    _assert_nothing_from_elsewhere(driver, base, expected=(401,))
 
 
 def test_an_org_with_many_partitions_is_shown_a_page_at_a_time(

@@ -1,6 +1,8 @@
-// Orgs: an org's flag layers, retention and sweep partitions (watermark, lag, poisoned
-// windows), with its flags and retention editable by a key that may change them (an admin
-// key for the org); other keys see why the controls are off.
+// Orgs: the directory with the global flag states, settable by a key that may (an admin
+// key for every org), after the operator confirms what the new state does to every org; an
+// org's flag layers, retention and sweep partitions (watermark, lag, poisoned windows), with
+// its flags and retention editable by a key that may change them (an admin key for the org);
+// other keys see why the controls are off.
 import { api } from "./api.js";
 import { badge, errorBox, facts, field, h, replace, seconds, table, when, yesNo } from "./dom.js";
 import { may, notAllowed, ownKey } from "./key.js";
@@ -41,8 +43,10 @@ export async function render(container, args) {
   const out = h("div", { class: "results", "data-testid": "orgs-results" });
   let cursors = [];
   let filter = "";
+  let shownCursor;
 
   async function load(cursor) {
+    shownCursor = cursor;
     replace(out, h("p", { class: "loading" }, "Loading…"));
     try {
       const page = await api("GET", "/v1/orgs", { query: { limit: DIRECTORY_PAGE, prefix: filter, cursor } });
@@ -78,8 +82,106 @@ export async function render(container, args) {
     cursors = [];
     load(undefined);
   });
-  replace(container, h("div", { class: "title" }, h("h2", {}, "Orgs")), open, form, out);
-  await load(undefined);
+  const flagsBox = h("section", { class: "card", "data-testid": "global-flags" });
+  replace(container, h("div", { class: "title" }, h("h2", {}, "Orgs")), flagsBox, open, form, out);
+  // A new global state changes what the directory shows for every org: its page is read again.
+  await Promise.all([load(undefined), globalFlags(flagsBox, own, () => load(shownCursor))]);
+}
+
+// What each global state does, said before the operator confirms it (docs/adr/0131).
+const GLOBAL_STATES = {
+  off: "off for every org, including the orgs that turned it on",
+  on: "on for every org that has not turned it off, including orgs created later",
+  opt_in: "on only for the orgs that turned it on; every other org, present or future, has it off",
+};
+const STATE_NAMES = { off: "off", on: "on", opt_in: "opt-in" };
+
+/** The global flags (GET /v1/feature-flags) with, for a key that may set them, a state
+ * picker whose change takes effect only once confirmed; `changed` runs after a change. */
+async function globalFlags(box, own, changed) {
+  const heading = h("h3", {}, "Global feature flags");
+  if (!may(own, "listGlobalFlags")) {
+    replace(box, heading, notAllowed(own, "Reading the global flags", "the history:read scope", "global-flags-not-allowed"));
+    return;
+  }
+  replace(box, heading, h("p", { class: "loading" }, "Loading…"));
+  let answer;
+  try {
+    answer = await api("GET", "/v1/feature-flags");
+  } catch (error) {
+    replace(box, heading, errorBox(error));
+    return;
+  }
+  const canSet = may(own, "setGlobalFlag");
+  const message = h("div", { "data-testid": "global-flag-message" });
+  const reload = async () => {
+    await globalFlags(box, own, changed);
+    await changed();
+  };
+  replace(
+    box,
+    heading,
+    canSet ? null : notAllowed(own, "Changing a global flag", "the admin scope on a key for every org", "global-flags-not-allowed"),
+    table(
+      [
+        ["Flag", (f) => h("code", {}, f.flag)],
+        ["State", (f) => h("span", { "data-testid": `global-state-${f.flag}` }, stateBadge(f.state), f.set ? "" : h("small", {}, " (default)"))],
+        ["Change for every org", (f) => stateControl(f, canSet, message, reload)],
+      ],
+      answer.flags,
+      { testid: "global-flag-list", empty: "No flags." },
+    ),
+    message,
+  );
+}
+
+function stateBadge(state) {
+  return state === "opt_in" ? badge("opt-in", "muted") : yesNo(state === "on", "on", "off");
+}
+
+function stateControl(flag, canSet, message, reload) {
+  const why = canSet ? null : "Needs the admin scope on a key for every org";
+  const picker = h(
+    "select",
+    { "data-testid": `global-pick-${flag.flag}`, "aria-label": `New global state of ${flag.flag}`, disabled: !canSet, title: why },
+    Object.keys(GLOBAL_STATES).map((state) => h("option", { value: state }, STATE_NAMES[state])),
+  );
+  picker.value = flag.state;
+  const ask = h("button", { type: "button", class: "secondary", "data-testid": `global-change-${flag.flag}`, disabled: !canSet, title: why }, "Change…");
+  ask.addEventListener("click", () => {
+    const state = picker.value;
+    if (state === flag.state) {
+      replace(message, h("p", { class: "hint" }, `${flag.flag} is ${STATE_NAMES[state]} already: pick another state.`));
+      return;
+    }
+    replace(message, confirmation(flag.flag, state, message, reload));
+  });
+  return h("span", { class: "inline" }, picker, ask);
+}
+
+function confirmation(flag, state, message, reload) {
+  async function confirmed() {
+    replace(message, h("p", { class: "loading" }, "Saving…"));
+    try {
+      await api("PUT", `/v1/feature-flags/${encodeURIComponent(flag)}`, { body: { state } });
+    } catch (error) {
+      replace(message, errorBox(error));
+      return;
+    }
+    await reload();
+  }
+  return h(
+    "div",
+    { class: "not-allowed", role: "alertdialog", "aria-label": "Confirm the new global state", "data-testid": "global-confirm" },
+    h("strong", {}, `Set ${flag} to ${STATE_NAMES[state]}?`),
+    ` It will be ${GLOBAL_STATES[state]}. The change is recorded in the audit log.`,
+    h(
+      "div",
+      { class: "inline" },
+      h("button", { type: "button", "data-testid": "global-confirm-yes", onclick: confirmed }, `Set ${STATE_NAMES[state]}`),
+      h("button", { type: "button", class: "secondary", "data-testid": "global-confirm-no", onclick: () => replace(message) }, "Cancel"),
+    ),
+  );
 }
 
 function directory(page, number, { next, previous }) {
