@@ -15,6 +15,7 @@ from tests.fakes import (
     InMemoryAuditTrail,
     InMemoryChatEventLog,
     InMemoryFeatureFlags,
+    InMemoryHistory,
     InMemoryKeyStore,
     InMemoryPartitionLocks,
     InMemoryPolicy,
@@ -27,26 +28,39 @@ from tests.fakes import (
 )
 from tests.integration.port_contracts.implementations import (
     POLICY_MODEL,
+    HistoryAdapters,
     HistoryStores,
     ModelStoreSide,
     PolicyTable,
+    WaiterSide,
 )
 
 from memory.application.access.ports import KeyStore
 from memory.application.audit.ports import AuditTrail
-from memory.application.history.ports import FeatureFlagStore, PartitionLockFactory
+from memory.application.history.ports import (
+    FeatureFlagStore,
+    PartitionLockFactory,
+    WatermarkRepository,
+)
+from memory.application.history.watermarks import SweepWatermarks
 from memory.application.policy.ports import PolicyProjector
 from memory.infrastructure.access.key_store import PostgresKeyStore
 from memory.infrastructure.audit.audit_log import PostgresAuditTrail
 from memory.infrastructure.history.chat_events import PostgresChatEventLog
 from memory.infrastructure.history.embeddings import PostgresWindowEmbeddings
+from memory.infrastructure.history.erasure import PostgresErasure
 from memory.infrastructure.history.feature_flags import PostgresFeatureFlags
+from memory.infrastructure.history.org_directory import PostgresOrgDirectory
 from memory.infrastructure.history.partition_locks import AdvisoryPartitionLocks
 from memory.infrastructure.history.retention import PostgresRetention
+from memory.infrastructure.history.sweep_schedule import PostgresSweepSchedule
+from memory.infrastructure.history.watermark_store import open_sweep_watermarks
 from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 from memory.infrastructure.policy.model_objects import ModelObjects
 from memory.infrastructure.policy.model_store import PostgresPolicyModelStore
+from memory.infrastructure.policy.progress import ProjectionProgress, TrackingWaiter
 from memory.infrastructure.policy.projector import PolicyProjector as PostgresPolicyProjector
+from memory.infrastructure.policy.projector import read_tracking_position
 from memory.infrastructure.policy.read_model import PostgresPolicyReadModel
 from memory.infrastructure.policy.similarity_distribution import (
     PostgresPolicySimilarityDistribution,
@@ -172,3 +186,80 @@ def audit_trail(database: Database | None) -> AuditTrail:
 @pytest.fixture
 def key_store(database: Database | None) -> KeyStore:
     return InMemoryKeyStore() if database is None else PostgresKeyStore(database)
+
+
+@pytest.fixture
+def history(database: Database | None) -> HistoryAdapters:
+    if database is None:
+        fakes = InMemoryHistory.create()
+        return HistoryAdapters(
+            fakes.events,
+            fakes.windows,
+            fakes.flags,
+            fakes.retention,
+            fakes.erasure,
+            fakes.directory,
+            fakes.schedule,
+        )
+    return HistoryAdapters(
+        PostgresChatEventLog(database),
+        PostgresWindowEmbeddings(database),
+        PostgresFeatureFlags(database),
+        PostgresRetention(database),
+        PostgresErasure(database),
+        PostgresOrgDirectory(database),
+        PostgresSweepSchedule(database),
+    )
+
+
+@pytest.fixture
+def watermarks(database: Database | None) -> Iterator[WatermarkRepository]:
+    """The library's in-memory persistence (what `InMemoryHistory` uses) or its PostgreSQL
+    one with the slice loads of docs/adr/0091."""
+    store = SweepWatermarks() if database is None else open_sweep_watermarks(database)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def waiter_side(database: Database | None) -> Iterator[WaiterSide]:
+    """In memory a running projector is the waiter's projection running on demand (`paused`
+    while none runs); in PostgreSQL a real projector, whose progress the waiter reads from
+    the tracking table as a writer in another process does."""
+    if database is None:
+        policy = InMemoryPolicy.create()
+        policy.waiter.paused = True
+
+        def run_in_memory(running: bool) -> None:
+            policy.waiter.paused = not running
+
+        yield WaiterSide(policy.log, policy.waiter, policy.read_model, run_in_memory)
+        return
+    log = EventSourcedPolicyLog.open(database)
+    model = FakeModel()
+    projectors: list[PostgresPolicyProjector] = []
+
+    def run(running: bool) -> None:
+        if running:
+            projectors.append(PostgresPolicyProjector(database, model, log))
+            assert projectors[-1].try_start()
+        else:
+            for projector in projectors:
+                projector.stop()
+            projectors.clear()
+
+    waiter = TrackingWaiter(
+        ProjectionProgress(), lambda: read_tracking_position(database, model.identity.id)
+    )
+    try:
+        yield WaiterSide(
+            log,
+            waiter,
+            PostgresPolicyReadModel(database, model.identity.id, mode="exact"),
+            run,
+        )
+    finally:
+        run(False)
+        log.close()

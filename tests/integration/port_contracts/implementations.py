@@ -3,14 +3,24 @@ PostgreSQL (conftest.py builds them)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from memory.application.history.ports import ChatEventLog, RetentionStore, WindowEmbeddings
+from memory.application.history.erasure import ErasureStore
+from memory.application.history.ports import (
+    ChatEventLog,
+    FeatureFlagStore,
+    OrgDirectoryStore,
+    RetentionStore,
+    SweepSchedule,
+    WindowEmbeddings,
+)
 from memory.application.policy.ports import (
     PolicyEventLog,
     PolicyModelStore,
     PolicyReadModel,
     PolicySimilarityDistribution,
+    ProjectionWaiter,
 )
 from memory.application.policy.projection import PolicyEmbeddingsView
 
@@ -39,3 +49,29 @@ class HistoryStores:
 class ModelStoreSide:
     log: PolicyEventLog
     models: PolicyModelStore
+
+
+@dataclass
+class HistoryAdapters:
+    """Every history store that ingest, the sweep's schedule, the org directory and erasure
+    share, wired as the service wires them (ingest marks the schedule's work)."""
+
+    events: ChatEventLog
+    windows: WindowEmbeddings
+    flags: FeatureFlagStore
+    retention: RetentionStore
+    erasure: ErasureStore
+    directory: OrgDirectoryStore
+    schedule: SweepSchedule
+
+
+@dataclass
+class WaiterSide:
+    """A writer's view of the policy projection: the log it records to, the waiter it waits
+    with, the read model it then reads, and `run_projector(True/False)`: whether a projector
+    of the active model is running (in this process or another)."""
+
+    log: PolicyEventLog
+    waiter: ProjectionWaiter
+    read_model: PolicyReadModel
+    run_projector: Callable[[bool], None]
