@@ -270,14 +270,20 @@ class InMemoryChatEventLog:
         self._seq: dict[str, int] = {}
         # Where ingest marks work for the sweep, as the real log does in its transaction.
         self.schedule: InMemorySweepSchedule | None = None
+        # `dw_chat_partitions`: every partition that got an event, with when it got its
+        # first; an event erased or purged leaves its partition, only an org erasure
+        # forgets it (the org then never ingested anything).
+        self.first_ingested: dict[Partition, datetime] = {}
 
     def append(self, org_id: str, events: Sequence[ChatEvent]) -> StoredEvents:
         known = {r.event.event_id for r in self.rows if r.org_id == org_id}
         inserted = 0
         touched: set[Partition] = set()
+        now = self.schedule.clock() if self.schedule is not None else datetime.now(UTC)
         for event in events:
             if event.event_id in known:
                 continue
+            self.first_ingested.setdefault(event.partition(org_id), now)
             self._seq[org_id] = self._seq.get(org_id, 0) + 1
             self.rows.append(_Stored(org_id, event, self._seq[org_id]))
             known.add(event.event_id)
@@ -309,13 +315,16 @@ class InMemoryChatEventLog:
         ]
 
     def org_known(self, org_id: str) -> bool:
-        return bool(self._org(org_id))
+        return any(p.org_id == org_id for p in self.first_ingested)
 
     def partitions(self, org_id: str | None = None) -> list[Partition]:
-        found = {
-            r.event.partition(r.org_id) for r in self.rows if org_id is None or r.org_id == org_id
-        }
-        return sorted(found)
+        return sorted(p for p in self.first_ingested if org_id is None or p.org_id == org_id)
+
+    def forget_org(self, org_id: str) -> None:
+        """An org erasure: its events and its partitions."""
+        self.rows = [r for r in self.rows if r.org_id != org_id]
+        for partition in self.partitions(org_id):
+            del self.first_ingested[partition]
 
     def read_main(self, partition: Partition, mark: WatermarkMark, limit: int) -> MainRead:
         rows = self._embeddable(partition)
@@ -654,6 +663,7 @@ class InMemoryErasure:
         partitions = self._events.partitions(org_id)
         models = sorted({r.model for r in self._windows.rows.values() if r.org_id == org_id})
         report = self._erase(org_id, lambda r: True)
+        self._events.forget_org(org_id)
         flags = len(self._flags.org_values.pop(org_id, {}))
         retention = self._retention.days_by_org.pop(org_id, None) is not None
         self._directory.forget_org(org_id)
@@ -862,7 +872,8 @@ class InMemorySweepSchedule:
         if model not in self.models:  # every partition waits until the model registers
             for partition in self._events.partitions(org_id):
                 if self._enabled(partition.org_id, required_flags):
-                    waiting.setdefault(partition.org_id, []).append(now)
+                    since = self._events.first_ingested[partition]
+                    waiting.setdefault(partition.org_id, []).append(since)
         for (partition, m), work in self.work.items():
             if m != model or work.due_at is None or work.due_at > now:
                 continue
