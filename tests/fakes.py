@@ -381,8 +381,14 @@ class InMemoryChatEventLog:
     def reindex_batch(self, after: RowKey | None, limit: int) -> ReindexedBatch:
         return ReindexedBatch(0, None)
 
-    def purge(self, org_id: str, cutoff: datetime) -> list[str]:
-        gone = [r for r in self._org(org_id) if r.event.occurred_at < cutoff]
+    def purge(self, org_id: str, cutoff: datetime, stored: AcceptedTimeRange) -> list[str]:
+        """Delete the org's expired events (before `cutoff` or outside `stored`); their
+        partitions stay, as `dw_chat_partitions` rows do."""
+        gone = [
+            r
+            for r in self._org(org_id)
+            if r.event.occurred_at < cutoff or not stored.contains(r.event.occurred_at)
+        ]
         self.rows = [r for r in self.rows if r not in gone]
         return [str(r.event.event_id) for r in gone]
 
@@ -625,10 +631,11 @@ class InMemoryRetention:
         self.days_by_org[org_id] = days
 
     def orgs_with_events(self) -> list[str]:
-        return sorted({r.org_id for r in self._events.rows})
+        # Every org with a partition, as PostgreSQL lists them (a purge leaves partitions).
+        return sorted({p.org_id for p in self._events.partitions()})
 
     def purge(self, org_id: str, cutoff: datetime, stored: AcceptedTimeRange) -> tuple[int, int]:
-        gone = self._events.purge(org_id, cutoff)
+        gone = self._events.purge(org_id, cutoff, stored)
         return len(gone), self._windows.purge_events(org_id, gone)
 
 

@@ -15,6 +15,7 @@ from memory.domain.history.conversation import ChatMessage, ConversationWindow, 
 from memory.domain.history.partition import Partition
 from memory.domain.history.search import HistoryQuery
 from memory.domain.history.window_identity import window_id
+from memory.domain.time_range import AcceptedTimeRange
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 MODEL = "hash:8"
@@ -122,3 +123,40 @@ def test_retention_days_are_the_orgs_own_or_none(history_stores: HistoryStores) 
     retention.set_days("acme", 45)
     assert (retention.days("acme"), retention.days("globex")) == (45, None)
     assert sorted(retention.orgs_with_events()) == ["acme", "globex"]
+
+
+def test_a_purge_takes_expired_events_and_the_windows_covering_them_and_keeps_the_org(
+    history_stores: HistoryStores,
+) -> None:
+    """Expired: before the cutoff, or outside the range ingest accepts (a row an older
+    version stored, docs/adr/0041)."""
+    far_future = at(60 * 24 * 400)
+    stored = {"old1": at(0), "old2": at(1), "new": at(60), "future": far_future}
+    history_stores.events.append(
+        "acme", [chat_message(e, when, f"text of {e}") for e, when in stored.items()]
+    )
+    history_stores.events.append("globex", [chat_message("old1", at(0))])
+
+    def covering(event_ids: list[str]) -> EmbeddedWindow:
+        messages = tuple(ChatMessage(e, "ali", f"text of {e}", stored[e]) for e in event_ids)
+        return EmbeddedWindow(
+            window_id(C1, MODEL, event_ids),
+            C1,
+            ConversationWindow(messages, WindowClosure.GAP),
+            vector(len(event_ids) * 10),
+        )
+
+    windows = [covering(["old1", "old2"]), covering(["new"]), covering(["future"])]
+    assert len(history_stores.windows.upsert(MODEL, windows)) == 3
+    within = AcceptedTimeRange.for_stored_rows(at(60 * 24))
+    assert history_stores.retention.purge("acme", at(30), within) == (3, 2)
+    left = history_stores.events.messages("acme", list(stored), HistoryQuery("q"))
+    assert [h.event_id for h in left] == ["new"]
+    assert history_stores.windows.models() == {MODEL: 1}
+    assert history_stores.events.org_known("globex")
+    # Everything purged: the org's partitions stay, and so does the org (only an erasure
+    # forgets it).
+    assert history_stores.retention.purge("acme", far_future, within) == (1, 1)
+    assert history_stores.events.partitions("acme") == [C1]
+    assert history_stores.events.org_known("acme")
+    assert sorted(history_stores.retention.orgs_with_events()) == ["acme", "globex"]
