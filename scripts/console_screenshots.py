@@ -90,6 +90,7 @@ def shoot(base: str, key: str, out: Path) -> None:
 
         driver.get(f"{base}/console#/orgs")
         text_of(driver, "orgs", "kedai-runcit")
+        text_of(driver, "global-state-digital_worker_semantic_search", "opt-in")
         save(driver, out / "orgs.png")
 
         driver.get(f"{base}/console#/orgs/acme-logistics")

@@ -297,7 +297,7 @@ class InMemoryChatEventLog:
     def full_text(self, org_id: str, query: HistoryQuery) -> list[HistoryHit]:
         words = [w.lower() for w in _WORD.findall(query.text)]
         scored = []
-        for row in self._org(org_id):
+        for row in self._readable(self._org(org_id)):
             text = [w.lower() for w in _WORD.findall(row.event.text)]
             if words and all(w in text for w in words) and row.in_scope(query):
                 scored.append((sum(text.count(w) for w in words), row))
@@ -310,7 +310,7 @@ class InMemoryChatEventLog:
         wanted = set(event_ids)
         return [
             r.hit(MatchedBy.SEMANTIC)
-            for r in self._org(org_id)
+            for r in self._readable(self._org(org_id))
             if r.event.event_id in wanted and r.in_scope(query)
         ]
 
@@ -329,14 +329,19 @@ class InMemoryChatEventLog:
     def read_main(self, partition: Partition, mark: WatermarkMark, limit: int) -> MainRead:
         rows = self._embeddable(partition)
         horizon = max((r.ingest_seq for r in self._partition(partition)), default=0)
+        out_of_range = len(self._readable(self._partition(partition))) < len(
+            self._partition(partition)
+        )
         if mark.position is not None and any(self._is_late(r, mark) for r in rows):
-            return MainRead(PartitionRead((), True), horizon, True)
+            return MainRead(PartitionRead((), True), horizon, True, out_of_range)
         after = [r for r in rows if mark.position is None or r.key > mark.position]
-        return MainRead(_read(after, limit), horizon, False)
+        return MainRead(_read(after, limit), horizon, False, out_of_range)
 
     def read_main_many(
         self, marks: Sequence[tuple[Partition, WatermarkMark]], limit: int
     ) -> dict[Partition, MainRead]:
+        if any(mark.late is not None for _, mark in marks):
+            raise ValueError("a mark with a late catch-up reads its late stream")
         return {partition: self.read_main(partition, mark, limit) for partition, mark in marks}
 
     def read_late(
@@ -370,9 +375,18 @@ class InMemoryChatEventLog:
     def out_of_range(
         self, partition: Partition, known: Sequence[str], limit: int
     ) -> list[OutOfRangeEvent]:
-        """Always empty: ingest refuses instants outside the accepted range, and no older
-        version ever wrote to this log."""
-        return []
+        """The partition's rows outside the stored range (ingest refuses them today; a test
+        stores one as an older version did), with the instant as PostgreSQL prints it."""
+        readable = {id(r) for r in self._readable(self._partition(partition))}
+        found = sorted(
+            (r for r in self._partition(partition) if id(r) not in readable),
+            key=lambda r: str(r.event.event_id),
+        )
+        return [
+            OutOfRangeEvent(str(r.event.event_id), _as_postgres_prints(r.event.occurred_at))
+            for r in found
+            if r.event.event_id not in known
+        ][:limit]
 
     def count_stale(self, org_id: str | None = None) -> int:
         """Never stale: this log indexes every event as it stores it."""
@@ -403,14 +417,27 @@ class InMemoryChatEventLog:
 
     def _embeddable(self, partition: Partition) -> list[_Stored]:
         return sorted(
-            (r for r in self._partition(partition) if _embeddable(r.event)),
+            (r for r in self._readable(self._partition(partition)) if _embeddable(r.event)),
             key=lambda r: r.key,
         )
+
+    def _readable(self, rows: list[_Stored]) -> list[_Stored]:
+        """Rows inside `AcceptedTimeRange.for_stored_rows`: no read returns the others."""
+        now = self.schedule.clock() if self.schedule is not None else datetime.now(UTC)
+        accepted = AcceptedTimeRange.for_stored_rows(now)
+        return [r for r in rows if accepted.contains(r.event.occurred_at)]
 
     @staticmethod
     def _is_late(row: _Stored, mark: WatermarkMark) -> bool:
         assert mark.position is not None
         return row.ingest_seq > mark.seen_seq and row.key <= mark.position
+
+
+def _as_postgres_prints(at: datetime) -> str:
+    """`occurred_at::text` in a UTC session: `2099-01-02 03:04:05.12+00`."""
+    utc = at.astimezone(UTC)
+    fraction = f".{utc.microsecond:06d}".rstrip("0") if utc.microsecond else ""
+    return f"{utc:%Y-%m-%d %H:%M:%S}{fraction}+00"
 
 
 def _embeddable(event: ChatEvent) -> bool:

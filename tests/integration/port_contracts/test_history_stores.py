@@ -6,14 +6,17 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from tests.fakes import chat_message
 from tests.integration.port_contracts.implementations import HistoryStores
 
-from memory.application.history.ports import EmbeddedWindow
+from memory.application.history.ports import EmbeddedWindow, OutOfRangeEvent
 from memory.domain.embedding import EmbeddingVector
 from memory.domain.history.conversation import ChatMessage, ConversationWindow, WindowClosure
 from memory.domain.history.partition import Partition
+from memory.domain.history.position import SweepPosition
 from memory.domain.history.search import HistoryQuery
+from memory.domain.history.sweep_plan import PartitionRead, WatermarkMark
 from memory.domain.history.window_identity import window_id
 from memory.domain.time_range import AcceptedTimeRange
 
@@ -160,3 +163,89 @@ def test_a_purge_takes_expired_events_and_the_windows_covering_them_and_keeps_th
     assert history_stores.events.partitions("acme") == [C1]
     assert history_stores.events.org_known("acme")
     assert sorted(history_stores.retention.orgs_with_events()) == ["acme", "globex"]
+
+
+def read_ids(read: PartitionRead) -> list[str]:
+    return [m.event_id for m in read.messages]
+
+
+def test_the_sweep_reads_the_main_stream_then_the_late_one_and_counts_what_is_left(
+    history_stores: HistoryStores,
+) -> None:
+    events = history_stores.events
+    events.append(
+        "acme",
+        [
+            chat_message("m1", at(0)),
+            chat_message("m2", at(1)),
+            chat_message("m3", at(2)),
+            chat_message("denied", at(1.5), decision="denied"),  # never read by the sweep
+            chat_message("x1", at(0.5), channel_id="C2"),
+        ],
+    )
+    start = WatermarkMark(None, 0)
+    first = events.read_main(C1, start, 2)
+    assert read_ids(first.read) == ["m1", "m2"] and not first.read.complete
+    assert (first.late_pending, first.out_of_range) == (False, False)
+    whole = events.read_main(C1, start, 10)
+    assert read_ids(whole.read) == ["m1", "m2", "m3"] and whole.read.complete
+    assert whole.horizon_seq == first.horizon_seq and events.count_unconsumed(C1, start) == 3
+    assert whole.read.messages[0].text == "could you help me reset my password please"
+
+    mark = start.after_main(SweepPosition(at(1), "m2"), first.horizon_seq)
+    after = events.read_main(C1, mark, 10)
+    assert read_ids(after.read) == ["m3"] and events.count_unconsumed(C1, mark) == 1
+    many = events.read_main_many([(C1, mark), (C2, start)], 10)
+    assert many == {C1: after, C2: events.read_main(C2, start, 10)}
+    assert read_ids(many[C2].read) == ["x1"]
+
+    # Late: ingested after the horizon, at or before the position.
+    events.append("acme", [chat_message("late1", at(0.2)), chat_message("late2", at(0.7))])
+    waiting = events.read_main(C1, mark, 10)
+    assert waiting.late_pending and waiting.read.messages == ()
+    assert waiting.horizon_seq > first.horizon_seq
+    assert events.count_unconsumed(C1, mark) == 3
+    catching = mark.begin_late(waiting.horizon_seq)
+    assert catching.late is not None
+    with pytest.raises(ValueError):
+        events.read_main_many([(C1, catching)], 10)  # a catch-up reads its late stream
+    one = events.read_late(C1, catching, catching.late, 1)
+    assert read_ids(one) == ["late1"] and not one.complete
+    moved = catching.after_late(SweepPosition(at(0.2), "late1"), caught_up=False)
+    assert moved.late is not None
+    rest = events.read_late(C1, moved, moved.late, 10)
+    assert read_ids(rest) == ["late2"] and rest.complete
+    assert events.count_unconsumed(C1, moved) == 2
+    done = moved.after_late(None, caught_up=True)
+    final = events.read_main(C1, done, 10)
+    assert not final.late_pending and read_ids(final.read) == ["m3"]
+    assert events.count_unconsumed(C1, done) == 1
+
+
+def test_a_row_outside_the_accepted_range_is_never_read_or_searched_but_named(
+    history_stores: HistoryStores,
+) -> None:
+    """A row an older version stored past what ingest accepts now (docs/adr/0041): the
+    sweep skips it as poison, by the name and instant `out_of_range` gives."""
+    events = history_stores.events
+    far = datetime(2099, 1, 2, 3, 4, 5, 120_000, tzinfo=UTC)
+    events.append(
+        "acme",
+        [
+            chat_message("m1", at(0), "a zebra"),
+            chat_message("future", far, "a zebra from the future"),
+            chat_message("m2", at(1)),
+        ],
+    )
+    start = WatermarkMark(None, 0)
+    main = events.read_main(C1, start, 10)
+    assert read_ids(main.read) == ["m1", "m2"] and main.out_of_range
+    assert events.read_main_many([(C1, start)], 10)[C1] == main
+    assert events.count_unconsumed(C1, start) == 2
+    assert events.out_of_range(C1, [], 10) == [
+        OutOfRangeEvent("future", "2099-01-02 03:04:05.12+00")
+    ]
+    assert events.out_of_range(C1, ["future"], 10) == []
+    assert [h.event_id for h in events.full_text("acme", HistoryQuery("zebra"))] == ["m1"]
+    assert events.messages("acme", ["future", "m2"], HistoryQuery("q"))[0].event_id == "m2"
+    assert len(events.messages("acme", ["future", "m2"], HistoryQuery("q"))) == 1
