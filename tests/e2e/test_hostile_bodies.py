@@ -5,11 +5,14 @@ deadline only tells "answers while hostile bodies arrive" from "waits for them".
 
 from __future__ import annotations
 
+import contextlib
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -170,3 +173,49 @@ def test_every_route_that_takes_a_body_checks_its_size_before_decoding(served: s
             assert refused.json()["error"]["details"]["fields"] == [
                 {"field": "x", "reason": f"the body holds more than {MAX_BODY_VALUES} JSON values"}
             ], op.operation_id
+
+
+def _connect(base: str) -> socket.socket:
+    parts = urlsplit(base)
+    assert parts.hostname is not None and parts.port is not None
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=ANSWER_SECONDS)
+    sock.settimeout(ANSWER_SECONDS)
+    return sock
+
+
+def _head(method: str, path: str, length: int) -> bytes:
+    lines = [
+        f"{method} {path} HTTP/1.1",
+        "Host: memory.test",
+        f"Authorization: {AUTH_HEADERS['Authorization']}",
+        "Content-Type: application/json",
+        f"Content-Length: {length}",
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (a timeout if it never
+    does). Closed with bytes of ours unread, its socket ends with a reset, not a FIN: what
+    it sent before arrives first."""
+    data = b""
+    with contextlib.suppress(ConnectionResetError):
+        while more := sock.recv(65536):
+            data += more
+    return data
+
+
+def test_a_refused_8_mib_body_is_answered_and_its_connection_closed_without_the_rest(
+    served: str,
+) -> None:
+    """Only the first 256 KiB of the 8 MiB array go out: the 422 comes with `Connection:
+    close` and the server closes the connection, rather than keeping it open to receive and
+    discard the other 7.7 MiB (docs/adr/0146)."""
+    body = array_of_events()
+    with _connect(served) as sock:
+        sock.sendall(_head("POST", "/v1/orgs/acme/chat-events", len(body)) + body[: 256 * 1024])
+        answer = _until_closed(sock)
+    head, _, error = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 422 ")
+    assert b"\r\nconnection: close" in head.lower()
+    assert b"List should have at most" in error

@@ -105,7 +105,11 @@ class PolicyRuntime:
     def routes(self) -> list[BaseRoute]:
         from memory.entrypoints.http.policy_routes import policy_routes
 
-        return policy_routes(self.service, search_timeout=self.settings.search_timeout)
+        return policy_routes(
+            self.service,
+            search_timeout=self.settings.search_timeout,
+            max_content_chars=self.settings.policy_max_content_chars,
+        )
 
     def workers(self) -> list[Worker]:
         return self._workers.workers()

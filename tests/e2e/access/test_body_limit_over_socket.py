@@ -114,9 +114,12 @@ def test_a_declared_oversize_body_is_refused_before_it_is_sent(served: Served) -
     with _connect(served) as sock:
         sock.sendall(_head("/v1/policies/search", f"Content-Length: {1 << 30}"))
         answer = _answer(sock)
+        # Closed after the answer: the server does not wait for (and discard) the GiB.
+        assert sock.recv(65536) == b""
     assert answer.status == 413
     assert json.loads(answer.body) == TOO_LARGE
     assert answer.headers["content-type"] == "application/json"
+    assert answer.headers["connection"] == "close"
 
 
 def test_a_chunked_body_is_refused_once_past_the_limit_without_its_end(served: Served) -> None:
@@ -129,6 +132,21 @@ def test_a_chunked_body_is_refused_once_past_the_limit_without_its_end(served: S
         answer = _answer(sock)
     assert answer.status == 413
     assert json.loads(answer.body) == TOO_LARGE
+
+
+def test_a_body_refused_before_it_is_read_keeps_the_connection_when_its_rest_is_small(
+    served: Served,
+) -> None:
+    """A key refused before the body is read: the server drains a rest this small (at most
+    `DRAIN_MAX_BYTES`) and the same connection serves the next request."""
+    body = b"x" * (LIMIT // 2)
+    with _connect(served) as sock:
+        refused = _head("/v1/policies/search", f"Content-Length: {len(body)}")
+        sock.sendall(refused.replace(TEST_ADMIN_TOKEN.encode(), b"mem_not_a_key") + body)
+        assert _answer(sock).status == 401
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: memory.test\r\n\r\n")
+        health = _answer(sock)
+    assert health.status == 200 and "connection" not in health.headers
 
 
 def test_oversize_uploads_from_ordinary_clients_get_the_error_body(served: Served) -> None:

@@ -107,6 +107,22 @@ def test_a_string_is_refused_only_when_its_bytes_cannot_hold_so_few_characters()
     assert scan_body(with_text(escapes), INGEST) is not None
 
 
+def test_a_string_the_bytes_end_in_is_refused_once_what_arrived_of_it_is_too_long() -> None:
+    """The first bytes of a body still arriving: a string they cut is at least as long as
+    its part in them."""
+    at_most = MAX_BYTES_PER_CHARACTER * MAX_MESSAGE_CHARS
+    cut = b'{"events": [{"sender": "a", "text": "'
+    assert scan_body(cut + b"a" * (at_most + 1), INGEST) == SizeProblem(
+        "events.0.text", f"String should have at most {MAX_MESSAGE_CHARS} characters"
+    )
+    assert scan_body(cut + b"\\\\" * (at_most // 2 + 1), INGEST) is not None
+    # Within the limit so far: the rest of the body decides.
+    assert scan_body(cut + b"a" * at_most, INGEST) is None
+    # A key or a field without a length limit cut there is left alone.
+    assert scan_body(b'{"events": [{"' + b"a" * (at_most + 1), INGEST) is None
+    assert scan_body(b'{"x": "' + b"a" * (at_most + 1), INGEST) is None
+
+
 def test_nesting_deeper_than_the_limit_is_refused_naming_the_top_level_field() -> None:
     def nested(levels: int) -> bytes:
         return b'{"metadata": {"a": ' + b"[" * levels + b"]" * levels + b"}}"

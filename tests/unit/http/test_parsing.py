@@ -13,13 +13,16 @@ from starlette.requests import Request
 from memory.client import InvalidRequest, MemoryClient
 from memory.contract.history_requests import IngestBody, OrgPath
 from memory.contract.input import Instant, QueryInt, QueryParams, StrictBody
+from memory.contract.policy_requests import StoreBody
 from memory.domain.errors import InvalidInput
 from memory.entrypoints.http.errors import RequestInvalid
 from memory.entrypoints.http.parsing import (
     BODY_READERS,
+    SCAN_AFTER_BYTES,
     RequestChecks,
     _may_hold_more_values,
     parse_body,
+    parsed_body,
     validate,
     well_typed_items,
 )
@@ -435,6 +438,46 @@ def test_a_body_that_breaks_a_size_rule_in_its_first_bytes_is_refused_before_the
 
     assert len(anyio.run(ingest).events) == 1_000
     assert sum(taken) == len(valid)
+
+
+def test_a_body_of_few_values_and_long_strings_is_checked_on_its_first_mib() -> None:
+    """An 8 MB text in a body of a handful of values: never counted past, nor received
+    beyond, the first `SCAN_AFTER_BYTES`, where the text's bytes already break its limit."""
+    chunk = 64 * 1024
+    text = b"a" * 8_000_000
+    body = b'{"events": [{"sender": "ali", "text": "' + text + b'"}]}'
+    request, taken = chunked_request(body, chunk)
+    checks = RequestChecks()
+
+    async def read() -> None:
+        assert await checks.body(request, IngestBody) is None
+
+    anyio.run(read)
+    assert checks._problems == [
+        {"field": "events.0.text", "reason": "String should have at most 32000 characters"}
+    ]
+    assert sum(taken) == SCAN_AFTER_BYTES < len(body) // 7
+    # Sent whole, the same body gets the same answer.
+    with pytest.raises(RequestInvalid) as whole:
+        parsed_body(body, IngestBody)
+    assert whole.value.details["fields"] == checks._problems
+
+
+def test_a_length_limit_a_setting_decides_is_checked_on_the_bytes_too() -> None:
+    """A policy's content limit is a setting, not in the contract model: the route gives it,
+    and an 8 MB content is refused in the body's first MiB, as a declared limit would be."""
+    body = b'{"policy_id": "p", "content": "\\u0041' + b"a" * 8_000_000 + b'"}'
+    request, taken = chunked_request(body, 64 * 1024)
+    checks = RequestChecks()
+
+    async def read() -> None:
+        assert await checks.body(request, StoreBody, max_chars={"content": 20_000}) is None
+
+    anyio.run(read)
+    assert checks._problems == [
+        {"field": "content", "reason": "String should have at most 20000 characters"}
+    ]
+    assert sum(taken) == SCAN_AFTER_BYTES
 
 
 def json_values(value: object) -> int:

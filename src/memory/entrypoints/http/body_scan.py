@@ -22,7 +22,7 @@ import json
 import re
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -80,6 +80,17 @@ class Shape:
 
 ANY = Shape()
 """Any JSON value: only the depth and the body's value budget apply."""
+
+
+def with_max_chars(shape: Shape, max_chars: Mapping[str, int]) -> Shape:
+    """`shape` with length limits on the top-level string fields `max_chars` names: limits a
+    setting decides (a policy's content), which the contract model cannot declare."""
+    if not max_chars:
+        return shape
+    fields = dict(shape.fields or {})
+    for name, limit in max_chars.items():
+        fields[name] = replace(fields.get(name, ANY), max_chars=limit)
+    return replace(shape, fields=fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,13 +225,20 @@ class _Scan:
                     continue
                 if kind == _STRING:
                     end = _string_end(raw, pos)
-                    problem = _string_problem(shape, path, end - pos - 1)
+                    # A string the bytes end in (a prefix of a body that is still
+                    # arriving) is at least as long as what they hold of it.
+                    size = len(raw) - pos if end is None else end - pos - 1
+                    problem = _string_problem(shape, path, size)
                     if problem is not None:
                         return problem
+                    if end is None:
+                        raise _NotJson
                     pos = end
                 expect = _AFTER_VALUE
             elif expect in (_KEY, _KEY_OR_END) and kind == _STRING:
                 end = _string_end(raw, pos)
+                if end is None:
+                    raise _NotJson
                 stack[-1].key = _key(raw[start:end])
                 pos = end
                 expect = _AFTER_KEY
@@ -315,18 +333,19 @@ def _string_problem(shape: Shape, path: tuple[str | int, ...], size: int) -> Siz
     return None
 
 
-def _string_end(raw: bytes, pos: int) -> int:
-    """Where the string whose opening quote ends at `pos` ends (after its closing quote)."""
+def _string_end(raw: bytes, pos: int) -> int | None:
+    """Where the string whose opening quote ends at `pos` ends (after its closing quote), or
+    None if it does not end in `raw`."""
     while True:
         quote = raw.find(b'"', pos)
         if quote < 0:
-            raise _NotJson
+            return None
         escape = raw.find(b"\\", pos, quote)
         if escape < 0:
             return quote + 1
         escapes = _ESCAPE_RUN.match(raw, escape)
         if escapes is None:
-            raise _NotJson
+            return None
         pos = escapes.end()
 
 

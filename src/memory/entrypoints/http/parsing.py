@@ -32,7 +32,13 @@ from starlette.requests import Request
 
 from memory.contract.input import escaped, field_label, field_problems, unsafe_text_reason
 from memory.domain.errors import InvalidInput
-from memory.entrypoints.http.body_scan import MAX_BODY_VALUES, body_shape, scan_body
+from memory.entrypoints.http.body_scan import (
+    MAX_BODY_VALUES,
+    Shape,
+    body_shape,
+    scan_body,
+    with_max_chars,
+)
 from memory.entrypoints.http.errors import RequestInvalid
 
 M = TypeVar("M", bound=BaseModel)
@@ -48,6 +54,11 @@ BODY_READERS = 2
 _readers: RunVar[anyio.CapacityLimiter] = RunVar("memory_body_readers")
 # Bytes counted per call while bounding a body's values: the GIL is let go between slices.
 _COUNT_SLICE_BYTES = 256 * 1024
+# A body this large has its size rules checked on its bytes whatever values it may hold: one
+# of few values and long strings (an 8 MB text) is checked on its first MiB as it arrives,
+# rather than counted on the event loop to its end and decoded whole before a rule is
+# looked at (docs/adr/0146-a-refused-body-is-not-received.md).
+SCAN_AFTER_BYTES = 1024 * 1024
 
 
 class _UnsafeText(Exception):
@@ -101,18 +112,20 @@ async def off_the_loop(run: Callable[..., T], *args: Any) -> T:
     return await anyio.to_thread.run_sync(run, *args, limiter=readers)
 
 
-async def received_body(request: Request, model: type[BaseModel]) -> bytes:
+async def received_body(request: Request, shape: Shape) -> bytes:
     """The body's bytes, received chunk by chunk. As soon as what has arrived may hold more
-    values than any valid body (`MAX_BODY_VALUES`, counted per chunk in C), its size rules
-    are checked on those bytes, once, in a body reader's thread: a body that breaks one in
-    its first bytes (an 8 MiB array breaks the 1,000-item rule in its first 4 KiB) is
-    refused then, with the rest never received (the answer closes the connection,
-    `body_limit`). What the scan finds in a prefix it finds in the whole body: every limit
-    it checks only grows as it reads on, and what it cannot follow (a string or token cut
-    by the end of the prefix) it leaves alone. Bodies in UTF-16 or UTF-32 are only checked
-    whole (`read_json`)."""
+    values than any valid body (`MAX_BODY_VALUES`, counted per chunk in C) or reaches
+    `SCAN_AFTER_BYTES`, its size rules are checked on those bytes, once, in a body reader's
+    thread: a body that breaks one in its first bytes (an 8 MiB array breaks the 1,000-item
+    rule in its first 4 KiB) is refused then, with the rest never received (the answer
+    closes the connection, `body_limit`). What the scan finds in a prefix it finds in the
+    whole body: every limit it checks only grows as it reads on (a string cut by the end of
+    the prefix is at least as long as its part there), and what it cannot follow (a token
+    cut there) it leaves alone. Bodies in UTF-16 or UTF-32 are only checked whole
+    (`read_json`)."""
     chunks: list[bytes] = []
     values = 1
+    size = 0
     checked = False
     # Closed on a refusal too: a generator left half-read is finalised by the event loop
     # later (trio warns about it).
@@ -121,24 +134,25 @@ async def received_body(request: Request, model: type[BaseModel]) -> bytes:
             chunks.append(chunk)
             if checked:
                 continue
+            size += len(chunk)
             values += chunk.count(b",") + chunk.count(b"[") + chunk.count(b"{")
-            if values > MAX_BODY_VALUES:
+            if values > MAX_BODY_VALUES or size >= SCAN_AFTER_BYTES:
                 checked = True
                 prefix = b"".join(chunks)
                 if _plain_utf8(prefix):
-                    problem = await off_the_loop(scan_body, prefix, body_shape(model))
+                    problem = await off_the_loop(scan_body, prefix, shape)
                     if problem is not None:
                         raise RequestInvalid([{"field": problem.field, "reason": problem.reason}])
     return b"".join(chunks)
 
 
-def read_json(raw: bytes, model: type[BaseModel]) -> Any:
-    """The JSON value of a body for `model`, or a 422: naming the field whose size rule it
+def read_json(raw: bytes, shape: Shape) -> Any:
+    """The JSON value of a body of `shape`, or a 422: naming the field whose size rule it
     breaks (`body_scan`, checked first when the body may hold more values than any valid
-    one), or naming the body when it is not JSON the service can read. Blocking: call it
-    in a worker thread."""
-    if _may_hold_more_values(raw, MAX_BODY_VALUES):
-        problem = scan_body(_as_utf8(raw), body_shape(model))
+    one or is `SCAN_AFTER_BYTES` long, as `received_body` checks its prefix), or naming the
+    body when it is not JSON the service can read. Blocking: call it in a worker thread."""
+    if len(raw) >= SCAN_AFTER_BYTES or _may_hold_more_values(raw, MAX_BODY_VALUES):
+        problem = scan_body(_as_utf8(raw), shape)
         if problem is not None:
             raise RequestInvalid([{"field": problem.field, "reason": problem.reason}])
     return decode_json(raw)
@@ -216,14 +230,15 @@ async def parse_body(request: Request, model: type[M], *, when_empty: M | None =
     """The body as `model`, read off the event loop, or a 422 naming the failing fields.
     `when_empty`: the value of an empty (or blank) body, for a route whose body is
     optional."""
-    return await off_the_loop(parsed_body, await received_body(request, model), model, when_empty)
+    raw = await received_body(request, body_shape(model))
+    return await off_the_loop(parsed_body, raw, model, when_empty)
 
 
 def parsed_body(raw: bytes, model: type[M], when_empty: M | None = None) -> M:
     """`parse_body` once the bytes are in. Blocking: call it in a worker thread."""
     if when_empty is not None and not raw.strip():
         return when_empty
-    data = _json_object(raw, model)
+    data = _json_object(raw, body_shape(model))
     if may_hold_unsafe_text(raw):
         _checked(data)
     try:
@@ -232,8 +247,8 @@ def parsed_body(raw: bytes, model: type[M], when_empty: M | None = None) -> M:
         raise RequestInvalid(field_problems(exc)) from exc
 
 
-def _json_object(raw: bytes, model: type[BaseModel]) -> dict[str, Any]:
-    data = read_json(raw, model)
+def _json_object(raw: bytes, shape: Shape) -> dict[str, Any]:
+    data = read_json(raw, shape)
     if not isinstance(data, dict):
         raise RequestInvalid([{"field": "body", "reason": "must be a JSON object"}])
     return data
@@ -301,23 +316,28 @@ class RequestChecks:
             data[key] = values if len(values) > 1 else values[0]
         return self._checked(model, data, keep=True)
 
-    async def body(self, request: Request, model: type[M]) -> M | None:
-        """The body as `model` (read off the event loop), or None and its problems kept."""
+    async def body(
+        self, request: Request, model: type[M], *, max_chars: Mapping[str, int] | None = None
+    ) -> M | None:
+        """The body as `model` (read off the event loop), or None and its problems kept.
+        `max_chars`: length limits of top-level string fields that a setting decides (the
+        use case checks them; given here, its size rules check them on the bytes too)."""
+        shape = with_max_chars(body_shape(model), max_chars or {})
         try:
-            raw = await received_body(request, model)
+            raw = await received_body(request, shape)
         except RequestInvalid as exc:
             self._unread(exc)
             return None
-        return await off_the_loop(self._body, raw, model)
+        return await off_the_loop(self._body, raw, model, shape)
 
     def _unread(self, exc: RequestInvalid) -> None:
         self._problems.extend(exc.details["fields"])
         # Not read (or too large to read): no rule check runs over it.
         self._typed.add("body")
 
-    def _body(self, raw: bytes, model: type[M]) -> M | None:
+    def _body(self, raw: bytes, model: type[M], shape: Shape) -> M | None:
         try:
-            data = _json_object(raw, model)
+            data = _json_object(raw, shape)
         except RequestInvalid as exc:
             self._unread(exc)
             return None

@@ -68,11 +68,16 @@ ACCESS: AccessTable = {
 }
 
 
-def policy_routes(service: PolicyService, *, search_timeout: float) -> list[BaseRoute]:
+def policy_routes(
+    service: PolicyService, *, search_timeout: float, max_content_chars: int
+) -> list[BaseRoute]:
+    # Checked on a body's bytes too: an 8 MB content is refused in its first MiB (ADR 0146).
+    content_limit = {"content": max_content_chars}
+
     async def store(request: Request) -> Response:
         checks = RequestChecks()
         where = checks.query(request, NamespaceQuery)
-        body = await checks.body(request, StoreBody)
+        body = await checks.body(request, StoreBody, max_chars=content_limit)
         await checks.rules(lambda: service.check_store(**checks.valid))
         checks.raise_any()
         assert body is not None and where is not None
@@ -97,7 +102,7 @@ def policy_routes(service: PolicyService, *, search_timeout: float) -> list[Base
         policy_id = parse_path(request, PolicyPath).policy_id
         checks = RequestChecks()
         where = checks.query(request, NamespaceQuery)
-        body = await checks.body(request, UpdateBody)
+        body = await checks.body(request, UpdateBody, max_chars=content_limit)
         await checks.rules(lambda: service.check_update(policy_id, **checks.valid))
         checks.raise_any()
         assert body is not None and where is not None
