@@ -105,10 +105,16 @@ def test_a_purge_keeps_the_index_above_half_the_threshold_and_drops_it_below(
     seed(runtime, kit, org="globex")
     indexed(runtime)
     indexed(runtime, "globex")
+    assert [h for h in semantic(runtime) if h.startswith("old")], "the index serves them first"
 
     purge_before(runtime, kit, hours=5)  # the old cohort goes: 40 windows left
     assert states(runtime) == [("hash:1024", SearchIndexState.READY)]
-    assert semantic(runtime), "40 windows, under the threshold: the index still serves"
+    assert runtime.window_indexes.ready_dimensions("acme", "hash:1024") == 1024
+    hits = semantic(runtime)
+    assert hits, "40 windows, under the threshold: the index still serves"
+    assert not [h for h in hits if h.startswith("old")], "a purged window never comes back"
+    runtime.service.sweep(trigger="t")
+    assert semantic(runtime) == hits, "nor does a sweep after the purge bring it back"
 
     purge_before(runtime, kit, hours=15)  # the middle cohort goes: 25 windows left
     assert states(runtime) == [("hash:1024", SearchIndexState.DROPPING)]
@@ -129,8 +135,14 @@ def test_erasing_most_senders_drops_the_index(make_runtime, kit) -> None:
     runtime: HistoryRuntime = make_runtime(history_search_mode="auto")
     seed(runtime, kit)
     indexed(runtime)
+    assert [h for h in semantic(runtime) if h.startswith("middle")]
     runtime.service.erase_events("acme", sender="middle", actor=TEST_ACTOR)
     assert states(runtime) == [("hash:1024", SearchIndexState.READY)], "55 windows left"
+    assert runtime.window_indexes.ready_dimensions("acme", "hash:1024") == 1024
+    hits = semantic(runtime)
+    assert hits and not [h for h in hits if h.startswith("middle")], (
+        "an erased sender's windows never come back through the index"
+    )
     runtime.service.erase_events("acme", sender="old", actor=TEST_ACTOR)
     assert states(runtime) == [("hash:1024", SearchIndexState.DROPPING)], "25 windows left"
     runtime.window_indexes.build_next()
