@@ -450,13 +450,19 @@ class SearchIndexBody(Answer):
     started_at: datetime | None = Field(description="When its last build started.")
     ready_at: datetime | None = Field(description="When it became ready; null: not yet.")
     phase: str | None = Field(
-        description="The running build's phase as PostgreSQL names it "
-        "(`building index: loading tuples in tree`, ...); null when no build runs."
+        description="The running build's phase as PostgreSQL names it, with the group index "
+        "it builds (`building index: loading tuples (han, 1 of 3)`); null when none runs."
     )
-    tuples_done: int | None = Field(description="Windows the running phase has done.")
-    tuples_total: int | None = Field(description="Windows the running phase will do.")
+    tuples_done: int | None = Field(
+        description="Windows the group index being built has taken so far."
+    )
+    tuples_total: int | None = Field(
+        description="Windows the running phase will do, when PostgreSQL says it (pgvector's "
+        "HNSW build does not: see `progress`)."
+    )
     progress: float | None = Field(
-        description="tuples_done / tuples_total (0..1) while a build runs and says it."
+        description="Share of the whole build done (0..1) while it runs: group indexes built, "
+        "and the table scanned for the current one."
     )
     failures: int = Field(description="Builds that failed since it was last ready.")
     last_error: str | None = Field(

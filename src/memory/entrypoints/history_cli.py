@@ -266,13 +266,12 @@ def _watch_builds(
     bar: tqdm[Any] | None = None
     try:
         while any(i.state in _UNFINISHED for i in indexes):
-            running = next((i for i in indexes if i.state is SearchIndexState.BUILDING), None)
-            if running is not None and running.tuples_total:
+            running = next((i for i in indexes if i.progress is not None), None)
+            if running is not None and running.progress is not None:
                 if bar is None:
-                    bar = tqdm(total=running.tuples_total, unit="window", desc="index")
-                bar.total = running.tuples_total
-                bar.set_description(f"{running.org_id} {running.phase or 'starting'}")
-                bar.n = running.tuples_done or 0
+                    bar = tqdm(total=100, unit="%", desc="index")
+                bar.set_description(f"{running.org_id}: {running.phase or 'starting'}")
+                bar.n = round(100 * running.progress)
                 bar.refresh()
             time.sleep(INDEX_WATCH_SECONDS)
             document, indexes = read()
@@ -295,7 +294,7 @@ def _index_table(document: dict[str, Any]) -> dict[str, Any]:
             "state": i["state"],
             "phase": i["phase"],
             "progress": None if i["progress"] is None else f"{100 * i['progress']:.0f}%",
-            "windows": i["tuples_total"] or i["windows_seen"],
+            "windows_seen": i["windows_seen"],
             "failures": i["failures"],
             "last_error": i["last_error"],
         }

@@ -6,12 +6,14 @@ made it."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from tests.conftest import RunCli, migrated_database
 
+from memory.entrypoints import history_cli
 from memory.infrastructure.history.search_indexes import PostgresWindowIndexes
 
 SEMANTIC = "/v1/feature-flags/digital_worker_semantic_search"
@@ -101,3 +103,31 @@ def test_memory_history_indexes_shows_the_queue_and_one_orgs_indexes(
     assert json.loads(out)["indexes"] == []
     code, _, err = run_cli("history", "indexes", "--org", "no spaces")
     assert code == 2 and "--org" in err
+
+
+def test_memory_history_indexes_watch_follows_a_build_until_it_is_ready(
+    run_cli: RunCli, cli_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(history_cli, "INDEX_WATCH_SECONDS", 0.05)
+    assert run_cli("history", "indexes", "--json")[0] == 0  # migrates an empty database
+    with migrated_database(cli_env, max_size=2) as database:
+        with database.connection() as conn:
+            conn.execute(
+                "INSERT INTO dw_message_embeddings (id, org_id, provider, external_channel_id,"
+                " model, embedding, content, source_event_ids, first_occurred_at,"
+                " last_occurred_at, script_group)"
+                " SELECT gen_random_uuid(), 'acme', 'slack', 'C' || i, 'hash:1024',"
+                " array_fill(1.0 / 32, ARRAY[1024])::real[]::vector::halfvec, 'text ' || i,"
+                " ARRAY['e' || i], now(), now(), 'other' FROM generate_series(1, 50) AS i"
+            )
+        builder = PostgresWindowIndexes(database)
+        builder.request("acme", "hash:1024", 50)
+        later = threading.Timer(0.5, builder.build_next)
+        later.start()
+        try:
+            code, out, err = run_cli("history", "indexes", "--org", "acme", "--watch", "--json")
+        finally:
+            later.join()
+    assert code == 0, err
+    [ready] = json.loads(out)["indexes"]
+    assert (ready["state"], ready["dimensions"]) == ("ready", 1024)

@@ -241,7 +241,8 @@ def test_a_model_swaps_rebuild_shows_its_progress_and_the_old_index_is_not_used(
         builder = threading.Thread(target=lambda: (new.window_indexes.build_next(), done.set()))
         builder.start()
         running = _wait_for(lambda: _building(new))
-        assert running.phase is not None and running.phase.startswith("waiting for")
+        assert running.phase == "waiting for writers before build (han, 1 of 3)"
+        assert running.progress == 0.0, "no group index built, the table not scanned yet"
         assert running.started_at is not None
         summary = new.service.search_index_summary()
         assert summary.count(SearchIndexState.BUILDING) == 1 and summary.queue[0] == running

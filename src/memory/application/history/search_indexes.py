@@ -21,10 +21,12 @@ SUMMARY_QUEUE_LIMIT = 10
 
 @dataclass(frozen=True, slots=True)
 class SearchIndexStatus:
-    """One org's index for one model. `tuples_done`/`tuples_total` are the running build's
-    (PostgreSQL's `pg_stat_progress_create_index`, copied every few seconds) in its current
-    `phase`; `failures` counts builds that failed since it was requested, `last_error` the
-    last one's class and SQLSTATE."""
+    """One org's index for one model. While a build runs, `phase` is PostgreSQL's
+    (`pg_stat_progress_create_index`, copied every few seconds) with the group index it is
+    building, `tuples_done` the windows that group's index has taken so far (`tuples_total`
+    when PostgreSQL says it; pgvector's HNSW build does not) and `share_done` the share of
+    the whole build done (see `progress`). `failures` counts builds that failed since it was
+    last ready, `last_error` the last one's class and SQLSTATE."""
 
     org_id: str
     model: str
@@ -37,18 +39,17 @@ class SearchIndexStatus:
     phase: str | None
     tuples_done: int | None
     tuples_total: int | None
+    share_done: float | None
     failures: int
     last_error: str | None
     failed_at: datetime | None
 
     @property
     def progress(self) -> float | None:
-        """The share of the current phase done (0..1), while a build runs and says it."""
-        if self.state is not SearchIndexState.BUILDING:
+        """The share of the build done (0..1), while a build runs."""
+        if self.state is not SearchIndexState.BUILDING or self.share_done is None:
             return None
-        if self.tuples_done is None or not self.tuples_total:
-            return None
-        return min(1.0, self.tuples_done / self.tuples_total)
+        return min(1.0, max(0.0, self.share_done))
 
 
 @dataclass(frozen=True, slots=True)

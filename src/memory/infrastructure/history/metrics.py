@@ -97,7 +97,7 @@ SEARCH_INDEXES = Gauge(
 )
 SEARCH_INDEX_BUILD_PROGRESS = Gauge(
     "memory_history_search_index_build_progress",
-    "Share of the running index builds' current phase done (0..1; 0 when none runs)",
+    "Share done of the running index builds, on average (0..1; 0 when none runs)",
 )
 
 
@@ -175,10 +175,8 @@ def record_purge(report: PurgeReport, *, all_orgs: bool = True) -> None:
 def record_search_indexes(summary: SearchIndexSummary) -> None:
     for state in SearchIndexState:
         SEARCH_INDEXES.labels(state.value).set(summary.count(state))
-    running = [s for s in summary.queue if s.progress is not None]
-    done = sum(s.tuples_done or 0 for s in running)
-    total = sum(s.tuples_total or 0 for s in running)
-    SEARCH_INDEX_BUILD_PROGRESS.set(done / total if total else 0.0)
+    running = [s.progress for s in summary.queue if s.progress is not None]
+    SEARCH_INDEX_BUILD_PROGRESS.set(sum(running) / len(running) if running else 0.0)
 
 
 class HistoryMetrics:

@@ -82,7 +82,7 @@ _CLAIMABLE = """
 """
 _STATUS_COLUMNS = """
     org_id, model, state, dimensions, windows_seen, requested_at, started_at, ready_at,
-    phase, tuples_done, tuples_total, failures, last_error, failed_at
+    phase, tuples_done, tuples_total, progress, failures, last_error, failed_at
 """
 # The queue as operators read it: running builds first, then failures, then the rest.
 _QUEUE_ORDER = """
@@ -360,7 +360,7 @@ class PostgresWindowIndexes:
         with self._db.connection() as conn:
             conn.execute(
                 "UPDATE dw_window_indexes SET state = 'failed', failures = failures + 1,"
-                " last_error = %s, failed_at = now(), phase = NULL"
+                " last_error = %s, failed_at = now(), phase = NULL, progress = NULL"
                 " WHERE org_id = %s AND model = %s AND index_name = %s AND state = 'building'",
                 (reason, org_id, model, name),
             )
@@ -388,8 +388,8 @@ class PostgresWindowIndexes:
         started = time.monotonic()
         started_row = conn.execute(
             "UPDATE dw_window_indexes SET state = 'building', dimensions = %s,"
-            " started_at = now(), phase = NULL, tuples_done = NULL, tuples_total = NULL"
-            " WHERE org_id = %s AND model = %s AND state <> 'dropping' RETURNING 1",
+            " started_at = now(), phase = NULL, tuples_done = NULL, tuples_total = NULL,"
+            " progress = 0 WHERE org_id = %s AND model = %s AND state <> 'dropping' RETURNING 1",
             (dims, org_id, model),
         ).fetchone()
         if started_row is None:
@@ -402,15 +402,17 @@ class PostgresWindowIndexes:
         watcher = _ProgressWatcher(self._db, org_id, model, pid)
         watcher.start()
         try:
-            for group in ScriptGroup:
+            for ordinal, group in enumerate(ScriptGroup):
                 if stop is not None and stop.is_set():
                     return None
+                watcher.building(group, ordinal)
                 conn.execute(_create_statement(name, org_id, model, group, dims))
         finally:
             watcher.stop()
         seconds = time.monotonic() - started
         marked = conn.execute(
             "UPDATE dw_window_indexes SET state = 'ready', ready_at = now(), phase = NULL,"
+            " progress = NULL,"
             " failures = 0, last_error = NULL, failed_at = NULL"
             " WHERE org_id = %s AND model = %s AND index_name = %s AND state = 'building'"
             " RETURNING 1",
@@ -462,18 +464,30 @@ def _create_statement(
 
 class _ProgressWatcher:
     """Copies a build's pg_stat_progress_create_index row into dw_window_indexes every
-    PROGRESS_INTERVAL_SECONDS (and logs it), so an operator sees how far it got."""
+    PROGRESS_INTERVAL_SECONDS (and logs it), so an operator sees how far it got: the phase
+    (with the group index being built, e.g. `... (han, 1 of 3)`), the tuples done, and the
+    share of the whole build done. pgvector's HNSW build scans the table for its tuples and
+    reports the blocks scanned (`blocks_done`/`blocks_total`), not a tuple total: the share
+    is (groups built + the current group's share) / groups, the current group's share being
+    the blocks scanned while it loads its graph, none before and all after."""
 
     def __init__(self, database: Database, org_id: str, model: str, pid: int) -> None:
         self._db = database
         self._org_id = org_id
         self._model = model
         self._pid = pid
+        self._group = ScriptGroup.HAN.value
+        self._ordinal = 0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="window-index-progress", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
+
+    def building(self, group: ScriptGroup, ordinal: int) -> None:
+        """The build moved on to `group`'s index, the `ordinal`-th (from 0)."""
+        self._group = group.value
+        self._ordinal = ordinal
 
     def stop(self) -> None:
         self._done.set()
@@ -487,23 +501,39 @@ class _ProgressWatcher:
                 log.warning("history search index progress unavailable: %s", exc)
 
     def _copy(self) -> None:
+        groups = len(ScriptGroup)
         with self._db.connection() as conn:
             row = conn.execute(
-                "UPDATE dw_window_indexes i SET phase = p.phase,"
-                " tuples_done = p.tuples_done, tuples_total = p.tuples_total"
+                "UPDATE dw_window_indexes i SET"
+                " phase = p.phase || format(' (%%s, %%s of %%s)', %(group)s::text,"
+                "   %(ordinal)s + 1, %(groups)s),"
+                " tuples_done = p.tuples_done, tuples_total = nullif(p.tuples_total, 0),"
+                " progress = (%(ordinal)s + CASE"
+                "   WHEN p.phase IN ('initializing', 'waiting for writers before build') THEN 0"
+                "   WHEN p.phase LIKE 'building index%%' THEN"
+                "     CASE WHEN p.blocks_total > 0"
+                "          THEN least(1.0, p.blocks_done::float8 / p.blocks_total) ELSE 0 END"
+                "   ELSE 1 END) / %(groups)s"
                 " FROM pg_stat_progress_create_index p"
-                " WHERE p.pid = %s AND i.org_id = %s AND i.model = %s"
-                " RETURNING i.phase, i.tuples_done, i.tuples_total",
-                (self._pid, self._org_id, self._model),
+                " WHERE p.pid = %(pid)s AND i.org_id = %(org)s AND i.model = %(model)s"
+                " RETURNING i.phase, i.tuples_done, i.progress",
+                {
+                    "group": self._group,
+                    "ordinal": self._ordinal,
+                    "groups": groups,
+                    "pid": self._pid,
+                    "org": self._org_id,
+                    "model": self._model,
+                },
             ).fetchone()
         if row is not None:
             log.info(
-                "history search index for org %s model %s: %s, %s of %s windows",
+                "history search index for org %s model %s: %s, %s windows, %.0f%% done",
                 self._org_id,
                 self._model,
                 row["phase"],
                 row["tuples_done"],
-                row["tuples_total"],
+                100 * float(cast(float, row["progress"] or 0)),
             )
 
 
@@ -520,6 +550,7 @@ def _status(r: dict[str, Any]) -> SearchIndexStatus:
         phase=None if r["phase"] is None else str(r["phase"]),
         tuples_done=_count(r["tuples_done"]),
         tuples_total=_count(r["tuples_total"]),
+        share_done=None if r["progress"] is None else float(r["progress"]),
         failures=int(r["failures"]),
         last_error=None if r["last_error"] is None else str(r["last_error"]),
         failed_at=r["failed_at"],
