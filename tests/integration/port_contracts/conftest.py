@@ -118,12 +118,9 @@ def history_stores(database: Database | None) -> HistoryStores:
     if database is None:
         events = InMemoryChatEventLog()
         windows = InMemoryWindowEmbeddings(events)
-        return HistoryStores(events, windows, InMemoryRetention(events, windows))
-    return HistoryStores(
-        PostgresChatEventLog(database),
-        PostgresWindowEmbeddings(database),
-        PostgresRetention(database),
-    )
+        return HistoryStores(events, windows, InMemoryRetention(events, windows), events)
+    log = PostgresChatEventLog(database)
+    return HistoryStores(log, PostgresWindowEmbeddings(database), PostgresRetention(database), log)
 
 
 @pytest.fixture

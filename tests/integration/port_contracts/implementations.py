@@ -10,6 +10,7 @@ from memory.application.history.erasure import ErasureStore
 from memory.application.history.ports import (
     ChatEventLog,
     FeatureFlagStore,
+    FullTextIndex,
     OrgDirectoryStore,
     RetentionStore,
     SweepSchedule,
@@ -43,6 +44,8 @@ class HistoryStores:
     events: ChatEventLog
     windows: WindowEmbeddings
     retention: RetentionStore
+    # The event log's full-text index, as re-indexing sees it (the same object).
+    index: FullTextIndex
 
 
 @dataclass

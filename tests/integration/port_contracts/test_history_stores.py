@@ -10,7 +10,7 @@ import pytest
 from tests.fakes import chat_message
 from tests.integration.port_contracts.implementations import HistoryStores
 
-from memory.application.history.ports import EmbeddedWindow, OutOfRangeEvent
+from memory.application.history.ports import EmbeddedWindow, OutOfRangeEvent, ReindexedBatch
 from memory.domain.embedding import EmbeddingVector
 from memory.domain.history.conversation import ChatMessage, ConversationWindow, WindowClosure
 from memory.domain.history.partition import Partition
@@ -249,3 +249,16 @@ def test_a_row_outside_the_accepted_range_is_never_read_or_searched_but_named(
     assert [h.event_id for h in events.full_text("acme", HistoryQuery("zebra"))] == ["m1"]
     assert events.messages("acme", ["future", "m2"], HistoryQuery("q"))[0].event_id == "m2"
     assert len(events.messages("acme", ["future", "m2"], HistoryQuery("q"))) == 1
+
+
+def test_rows_stored_by_the_current_segmentation_leave_nothing_to_reindex(
+    history_stores: HistoryStores,
+) -> None:
+    """`FullTextIndex` (the same log): what ingest stores today is indexed by today's
+    segmentation (docs/adr/0051); older rows are PostgreSQL's own case
+    (tests/integration/history/test_full_text_cjk.py)."""
+    ingest(history_stores)
+    history_stores.events.append("acme", [chat_message("zh", at(9), "我们明天开会讨论退款")])
+    assert history_stores.index.count_stale() == 0
+    assert history_stores.index.count_stale("acme") == 0
+    assert history_stores.index.reindex_batch(None, 100) == ReindexedBatch(0, None)

@@ -4,7 +4,9 @@ of the sweep's last visits, against `InMemoryOrgDirectory` over the other fakes 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from tests.fakes import chat_message
 from tests.integration.port_contracts.implementations import HistoryAdapters
@@ -38,16 +40,11 @@ def ingest(history: HistoryAdapters, org: str, channel: str, count: int = 1, **f
     )
 
 
-def page(history: HistoryAdapters, limit: int = 10, **query: object) -> list[OrgRow]:
-    fields: dict[str, object] = {
-        "after": None,
-        "prefix": None,
-        "visible": None,
-        "limit": limit,
-        "model": MODEL,
-        "now": datetime.now(UTC) + timedelta(minutes=1),
-    }
-    return history.directory.page(OrgPageQuery(**(fields | query)))  # type: ignore[arg-type]
+def page(history: HistoryAdapters, limit: int = 10, **query: Any) -> list[OrgRow]:
+    now = datetime.now(UTC) + timedelta(minutes=1)
+    return history.directory.page(
+        replace(OrgPageQuery(None, None, None, limit, MODEL, now), **query)
+    )
 
 
 def ids(rows: list[OrgRow]) -> list[str]:

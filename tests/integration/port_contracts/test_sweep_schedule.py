@@ -4,7 +4,9 @@ the in-memory log and `PostgresSweepSchedule` over `dw_sweep_work` (docs/adr/012
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from tests.fakes import chat_message
 from tests.integration.port_contracts.implementations import HistoryAdapters
@@ -14,6 +16,7 @@ from memory.application.history.ports import (
     DueQuery,
     DueVisit,
     OrgWaiting,
+    SweepBacklog,
     VisitOutcome,
 )
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG, GlobalState
@@ -47,19 +50,12 @@ def soon() -> datetime:
     return datetime.now(UTC) + timedelta(minutes=1)
 
 
-def due(history: HistoryAdapters, *, limit: int = 10, **query: object) -> list[DueVisit]:
-    fields: dict[str, object] = {
-        "model": MODEL,
-        "now": soon(),
-        "limit": limit,
-        "required_flags": (),
-    }
-    return history.schedule.due(DueQuery(**(fields | query)))  # type: ignore[arg-type]
+def due(history: HistoryAdapters, *, limit: int = 10, **query: Any) -> list[DueVisit]:
+    return history.schedule.due(replace(DueQuery(MODEL, soon(), limit, ()), **query))
 
 
-def backlog_of(history: HistoryAdapters, **query: object) -> object:
-    fields: dict[str, object] = {"model": MODEL, "now": soon(), "top": 5, "required_flags": ()}
-    return history.schedule.backlog(BacklogQuery(**(fields | query)))  # type: ignore[arg-type]
+def backlog_of(history: HistoryAdapters, **query: Any) -> SweepBacklog:
+    return history.schedule.backlog(replace(BacklogQuery(MODEL, soon(), 5, ()), **query))
 
 
 def test_a_new_model_makes_every_partition_due_taken_round_robin_across_orgs(
@@ -105,7 +101,7 @@ def test_a_visit_clears_its_partition_unless_an_ingest_came_since(
     assert taken == DueVisit(p("acme", "C1"), 1)
     schedule.finish(MODEL, [VisitOutcome(taken.partition, taken.changes, None, 0)], soon())
     assert due(history) == [] and schedule.pending_windows("acme", MODEL) == 0
-    assert backlog_of(history).partitions == 0  # type: ignore[attr-defined]
+    assert backlog_of(history).partitions == 0
 
     ingest(history, "acme", "C1")
     (taken,) = due(history)
@@ -139,7 +135,7 @@ def test_orgs_with_a_required_flag_off_or_not_opted_in_are_left_out(
 
     def orgs(required: tuple[str, ...] = REQUIRED) -> tuple[list[str], int]:
         taken = [v.partition.org_id for v in due(history, required_flags=required)]
-        return taken, backlog_of(history, required_flags=required).orgs  # type: ignore[attr-defined]
+        return taken, backlog_of(history, required_flags=required).orgs
 
     assert orgs() == (["acme", "globex", "initech"], 3)
     history.flags.set_org("globex", SEMANTIC_SEARCH_FLAG, False)
@@ -186,7 +182,7 @@ def test_a_forgotten_model_has_no_work_left_and_registers_anew(
     history.schedule.forget(MODEL)
     # As before its first registration: every partition waits, one window each at least.
     assert history.schedule.pending_windows("acme", MODEL) == 2
-    assert backlog_of(history).partitions == 2  # type: ignore[attr-defined]
+    assert backlog_of(history).partitions == 2
     assert due(history) == []
     assert history.schedule.register(MODEL, datetime.now(UTC))
     assert [v.partition for v in due(history)] == [p("acme", "C1"), p("acme", "C2")]
