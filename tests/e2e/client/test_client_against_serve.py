@@ -108,6 +108,8 @@ def test_the_history_lifecycle_through_the_client(served: str) -> None:
         assert status.partitions[0].windows_embedded == 1
         assert (status.totals.partitions, status.totals.windows_embedded) == (1, 1)
         assert memory.sweep_status("acme", limit=1).next_cursor is None
+        indexes = memory.search_indexes("acme")
+        assert (indexes.org_id, indexes.model, indexes.indexes) == ("acme", "hash:1024", [])
         found = memory.search_history("acme", "password", limit=5)
         assert (found.semantic, found.pending_windows) == ("on", 0)
         assert found.results[0].event_id == "m1"

@@ -238,6 +238,31 @@ def test_sweep_status_sends_its_page_and_reads_the_totals() -> None:
     assert dict(seen[0].url.params) == {"limit": "2", "cursor": "c1"}
 
 
+def test_search_indexes_reads_an_orgs_indexes_with_their_progress() -> None:
+    building = {
+        "org_id": "acme",
+        "model": "hash:1024",
+        "state": "building",
+        "dimensions": 1024,
+        "windows_seen": 6000,
+        "requested_at": "2026-12-02T07:00:00+00:00",
+        "started_at": "2026-12-02T07:01:00+00:00",
+        "ready_at": None,
+        "phase": "building index: loading tuples (han, 1 of 3)",
+        "tuples_done": 800,
+        "tuples_total": None,
+        "progress": 0.25,
+        "failures": 0,
+        "last_error": None,
+        "failed_at": None,
+    }
+    body = {"org_id": "acme", "model": "hash:1024", "indexes": [building]}
+    handler, seen = scripted(httpx.Response(200, json=body))
+    [index] = client(handler, []).search_indexes("acme").indexes
+    assert (index.state, index.progress, index.phase) == ("building", 0.25, building["phase"])
+    assert seen[0].url.path == "/v1/orgs/acme/search-indexes"
+
+
 def test_min_relevance_is_sent_to_both_searches_and_relevance_read_back() -> None:
     hit = {
         "event_id": "m1",
