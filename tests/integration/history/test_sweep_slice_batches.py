@@ -205,3 +205,21 @@ def test_a_slice_shares_its_read_among_its_partitions_and_a_cut_read_goes_on_alo
     assert (report.windows_embedded, report.partitions) == (30, 3)
     covered = kit.covered()
     assert len(covered) == len(set(covered)) == 60
+
+
+def test_the_windows_a_batch_writes_leave_no_pending_list_for_the_next_batch_to_scan(
+    make_runtime, kit
+) -> None:
+    # Each batch looks up the windows covering its events (the replacement of overlapping
+    # windows) through the GIN index on `source_event_ids`. With GIN's pending list on, the
+    # entries the batches before wrote waited in an unsorted list that every lookup scanned
+    # whole: 30-45 ms per batch, depending on what was swept before (docs/adr/0136).
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    runtime.service.ingest("acme", one_window_each(kit, "acme", 40))
+    assert runtime.service.sweep(trigger="test").windows_embedded == 40
+    with kit.database.connection() as conn:
+        row = conn.execute(
+            "SELECT gin_clean_pending_list('dw_message_embeddings_sources_idx'::regclass) AS n"
+        ).fetchone()
+    assert row is not None and row["n"] == 0  # pending pages: every entry is in the index
