@@ -34,6 +34,7 @@ from memory.domain.history.partition import Partition
 from memory.domain.history.search import HistoryHit, HistoryQuery, MatchedBy
 from memory.domain.history.sweep_plan import LateCatchUp, MainRead, PartitionRead, WatermarkMark
 from memory.domain.time_range import AcceptedTimeRange
+from memory.infrastructure.history.any_org_plan import plan_for_any_org
 from memory.infrastructure.history.clock import system_clock
 from memory.infrastructure.history.locks import INGEST_LOCK_CLASS
 from memory.infrastructure.history.sql_filters import EMBEDDABLE, event_filters
@@ -107,6 +108,16 @@ _PARTITION_OF_MARKS = sql.SQL(
 )
 _IN_RANGE = sql.SQL("occurred_at >= %(earliest)s AND occurred_at <= %(latest)s")
 _OUT_OF_RANGE = sql.SQL("(occurred_at < %(earliest)s OR occurred_at > %(latest)s)")
+# Whether a partition `p` has rows out of range, from its first and last instants: one entry
+# at each end of its timeline index whatever the plan. Asked as `EXISTS (... AND
+# {_OUT_OF_RANGE})`, a generic plan (psycopg prepares a statement on its fifth run, and the
+# server may then keep a generic plan) guesses a third of the partition's rows out of range
+# and scans the table for the first: 40 ms per partition, 2.9-4.5 s per slice of 128
+# (docs/adr/0136).
+_HAS_OUT_OF_RANGE = sql.SQL(
+    "coalesce((SELECT min(occurred_at) FROM dw_chat_events WHERE {p}) < %(earliest)s"
+    " OR (SELECT max(occurred_at) FROM dw_chat_events WHERE {p}) > %(latest)s, false)"
+)
 # Rows left to re-index, in key order after a cursor (docs/adr/0051).
 _STALE = sql.SQL(
     """
@@ -311,8 +322,7 @@ class PostgresChatEventLog:
                            AS horizon,
                        EXISTS (SELECT 1 FROM dw_chat_events
                                WHERE {p} AND {e} AND {r} AND {late}) AS late,
-                       EXISTS (SELECT 1 FROM dw_chat_events WHERE {p} AND {out})
-                           AS out_of_range),
+                       {out} AS out_of_range),
                  stream AS (
                 SELECT {columns} FROM dw_chat_events
                 WHERE {p} AND {e} AND {r} AND {main} AND NOT (SELECT late FROM state)
@@ -325,7 +335,7 @@ class PostgresChatEventLog:
             p=_PARTITION,
             e=EMBEDDABLE,
             r=_IN_RANGE,
-            out=_OUT_OF_RANGE,
+            out=_HAS_OUT_OF_RANGE.format(p=_PARTITION),
             late=streams.late(),
             main=streams.main_stream(),
             columns=_MESSAGE_COLUMNS,
@@ -368,8 +378,7 @@ class PostgresChatEventLog:
                            AS horizon,
                        EXISTS (SELECT 1 FROM dw_chat_events
                                WHERE {p} AND {e} AND {r} AND {late}) AS late,
-                       EXISTS (SELECT 1 FROM dw_chat_events WHERE {p} AND {out})
-                           AS out_of_range
+                       {out} AS out_of_range
                 FROM marks)
             SELECT state.m_i, state.horizon, state.late, state.out_of_range, stream.*
             FROM state LEFT JOIN LATERAL (
@@ -382,7 +391,7 @@ class PostgresChatEventLog:
             p=_PARTITION_OF_MARKS,
             e=EMBEDDABLE,
             r=_IN_RANGE,
-            out=_OUT_OF_RANGE,
+            out=_HAS_OUT_OF_RANGE.format(p=_PARTITION_OF_MARKS),
             late=LATE_OF_MARKS,
             main=MAIN_STREAM_OF_MARKS,
             columns=_MESSAGE_COLUMNS,
@@ -424,6 +433,7 @@ class PostgresChatEventLog:
             "SELECT count(*) AS n FROM dw_chat_events WHERE {p} AND {e} AND {r} AND {c}"
         ).format(p=_PARTITION, e=EMBEDDABLE, r=_IN_RANGE, c=unconsumed)
         with self._db.connection() as conn:
+            plan_for_any_org(conn)
             row = conn.execute(statement, params).fetchone()
         assert row is not None
         return int(cast(int, row["n"]))

@@ -24,6 +24,7 @@ from memory.domain.embedding import EmbeddingVector
 from memory.domain.history.search import HistoryQuery
 from memory.domain.history.search_path import HistorySearchMode, uses_index, wants_index
 from memory.domain.relevance import MIN_DISTRIBUTION, ScriptGroup, script_group
+from memory.infrastructure.history.any_org_plan import plan_for_any_org
 from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
 from memory.infrastructure.history.search_indexes import PostgresWindowIndexes
 from memory.infrastructure.history.sql_filters import window_filters
@@ -148,7 +149,9 @@ class PostgresWindowEmbeddings:
                     "event_ids": [e for _, e in sources],
                 },
             )
-            # Each statement returns its id if it wrote the window.
+            # Each statement returns its id if it wrote the window; its check that the
+            # window's events exist probes the primary key, for a new org's rows too.
+            plan_for_any_org(conn)
             cur.executemany(_UPSERT, [_row(model, w) for w in windows], returning=True)
             written: set[uuid.UUID] = set()
             while True:
