@@ -31,6 +31,7 @@ from tests.integration.port_contracts.implementations import (
     HistoryAdapters,
     HistoryStores,
     ModelStoreSide,
+    PolicyLogSide,
     PolicyTable,
     WaiterSide,
 )
@@ -259,4 +260,19 @@ def waiter_side(database: Database | None) -> Iterator[WaiterSide]:
         )
     finally:
         run(False)
+        log.close()
+
+
+@pytest.fixture
+def policy_log(database: Database | None) -> Iterator[PolicyLogSide]:
+    """The log over the library's in-memory store (`InMemoryPolicy`'s) or over PostgreSQL,
+    where a save inside the audit trail's transaction joins it."""
+    if database is None:
+        policy = InMemoryPolicy.create()
+        yield PolicyLogSide(policy.log, policy.log, InMemoryAuditTrail())
+        return
+    log = EventSourcedPolicyLog.open(database)
+    try:
+        yield PolicyLogSide(log, log, PostgresAuditTrail(database))
+    finally:
         log.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memory.application.audit.ports import AuditTrail
 from memory.application.history.erasure import ErasureStore
 from memory.application.history.ports import (
     ChatEventLog,
@@ -18,6 +19,7 @@ from memory.application.history.ports import (
 )
 from memory.application.policy.ports import (
     PolicyEventLog,
+    PolicyLogOutlook,
     PolicyModelStore,
     PolicyReadModel,
     PolicySimilarityDistribution,
@@ -78,3 +80,13 @@ class WaiterSide:
     waiter: ProjectionWaiter
     read_model: PolicyReadModel
     run_projector: Callable[[bool], None]
+
+
+@dataclass
+class PolicyLogSide:
+    """The policy event log (and its outlook, the same object), with the audit trail whose
+    change a save may be part of (a deletion commits with its audit event, docs/adr/0079)."""
+
+    log: PolicyEventLog
+    outlook: PolicyLogOutlook
+    audit: AuditTrail
