@@ -80,7 +80,21 @@ HOSTILE: dict[str, tuple[str, str, Callable[[], bytes]]] = {
         lambda: b'{"policy_id": "p", "content": "\\u0041' + b"a" * 8_000_000 + b'"}',
     ),
     "4,000,000 levels of nesting": ("POST", "/v1/policies", lambda: b"[" * 4_000_000),
+    "1,000 events of 8,000 characters, the last one invalid": (
+        "POST",
+        "/v1/orgs/acme/chat-events",
+        lambda: long_events(),
+    ),
 }
+
+
+def long_events() -> bytes:
+    """~8 MB within every size rule, so received, decoded and validated whole; refused for
+    its last event's instant."""
+    text = "word " * 1_600
+    events = [event(i, text) for i in range(1_000)]
+    events[-1]["occurred_at"] = "not an instant"
+    return json.dumps({"events": events}).encode()
 
 
 def pct(values: Sequence[float], q: float) -> float:

@@ -139,6 +139,8 @@ async def received_body(request: Request, shape: Shape) -> bytes:
             if values > MAX_BODY_VALUES or size >= SCAN_AFTER_BYTES:
                 checked = True
                 prefix = b"".join(chunks)
+                if values <= MAX_BODY_VALUES:
+                    prefix = prefix[:SCAN_AFTER_BYTES]  # as `read_json` reads the whole body
                 if _plain_utf8(prefix):
                     problem = await off_the_loop(scan_body, prefix, shape)
                     if problem is not None:
@@ -148,13 +150,17 @@ async def received_body(request: Request, shape: Shape) -> bytes:
 
 def read_json(raw: bytes, shape: Shape) -> Any:
     """The JSON value of a body of `shape`, or a 422: naming the field whose size rule it
-    breaks (`body_scan`, checked first when the body may hold more values than any valid
-    one or is `SCAN_AFTER_BYTES` long, as `received_body` checks its prefix), or naming the
-    body when it is not JSON the service can read. Blocking: call it in a worker thread."""
-    if len(raw) >= SCAN_AFTER_BYTES or _may_hold_more_values(raw, MAX_BODY_VALUES):
+    breaks (`body_scan`: the whole body when it may hold more values than any valid one,
+    else its first `SCAN_AFTER_BYTES`, as `received_body` checks them while they arrive), or
+    naming the body when it is not JSON the service can read. Blocking: call it in a worker
+    thread."""
+    problem = None
+    if _may_hold_more_values(raw, MAX_BODY_VALUES):
         problem = scan_body(_as_utf8(raw), shape)
-        if problem is not None:
-            raise RequestInvalid([{"field": problem.field, "reason": problem.reason}])
+    elif len(raw) >= SCAN_AFTER_BYTES:
+        problem = scan_body(_as_utf8(raw)[:SCAN_AFTER_BYTES], shape)
+    if problem is not None:
+        raise RequestInvalid([{"field": problem.field, "reason": problem.reason}])
     return decode_json(raw)
 
 
