@@ -6,14 +6,19 @@ filter would fail loudly on mixed sizes rather than compare silently.
 
 Search takes one of two paths per org (memory.domain.history.search_path, docs/adr/0134):
 the exact scan (ADR 0034), or, once the org has a ready partial HNSW index of its own
-(memory.infrastructure.history.search_indexes), a walk of that index with the relevance
-distribution estimated from a fixed sample of the org's windows.
+(memory.infrastructure.history.search_indexes), a walk of that index; a filter the planner
+expects to keep few windows is scanned exactly on either (docs/adr/0139). On both, each
+script group's relevance distribution comes from a fixed sample of the windows the query
+selects, the whole group when it is small (docs/adr/0138).
 """
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from pgvector import HalfVector
@@ -21,12 +26,17 @@ from psycopg import sql
 
 from memory.application.history.ports import EmbeddedWindow, WindowMatch
 from memory.domain.embedding import EmbeddingVector
+from memory.domain.history import search_path
 from memory.domain.history.search import HistoryQuery
 from memory.domain.history.search_path import HistorySearchMode, uses_index, wants_index
 from memory.domain.relevance import MIN_DISTRIBUTION, ScriptGroup, script_group
 from memory.infrastructure.history.any_org_plan import plan_for_any_org
 from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
-from memory.infrastructure.history.search_indexes import PostgresWindowIndexes
+from memory.infrastructure.history.search_indexes import (
+    READY_CACHE_SECONDS,
+    READY_CACHE_SIZE,
+    PostgresWindowIndexes,
+)
 from memory.infrastructure.history.sql_filters import window_filters
 from memory.infrastructure.postgres.database import Database
 
@@ -78,22 +88,34 @@ _REPLACE_OVERLAPPING = sql.SQL(
 )
 
 
-# The index path's estimate of a query's similarity distribution: the org's first windows
-# in id order (deterministic uuids: effectively random, and the same for every search), as
-# policy search samples its view (docs/adr/0112, 0134). 1,000 puts the mean within ~0.03
-# spreads and the spread within ~2% (a relevance of 2.75 within ~0.1); each window costs a
-# 1024-dimension distance, the largest share of an index search.
+# A query's similarity distribution per script group comes from a sample of what it searches:
+# each group's first windows in id order among those the query's filters select
+# (deterministic uuids: effectively random, and the same for every search; docs/adr/0138).
+# A group with at most this many such windows is its own sample, so its relevance is exact:
+# small orgs and selective filters keep ADR 0112's figures. 1,000 puts the mean within
+# ~0.03 spreads and the spread within ~2% (a relevance of 2.75 within ~0.1).
 DISTRIBUTION_SAMPLE = 1000
 # HNSW candidate list per group scan (pgvector `hnsw.ef_search`); recall@10 against the
 # exact scan at this value is measured in bench/large_orgs.py (docs/adr/0134).
 HISTORY_EF_SEARCH = 40
+# The index path's settings, local to its transaction. Iterative scan: a filter (channel,
+# time range) that rejects candidates makes the walk go on instead of returning fewer
+# windows (pgvector >= 0.8).
+INDEX_PATH_SETTINGS = {"hnsw.iterative_scan": "relaxed_order"}
+# How many index tuples a group's iterative scan may visit before it gives up (pgvector's
+# default): the bound that makes a walk past a selective filter return fewer windows.
+HISTORY_MAX_SCAN_TUPLES = 20_000
 # Each group's scan takes this many times k candidates: with `relaxed_order` the index
 # yields nearly but not strictly nearest first, and the final order is by relevance.
 CANDIDATE_FACTOR = 2
+# On the index path, filters that the planner expects to keep at most this many windows
+# are scanned exactly (as policy search's EXACT_FILTERED_ROWS, docs/adr/0135, 0139): a
+# graph walk past the windows a selective filter rejects may stop before it finds k.
+EXACT_FILTERED_WINDOWS = 5_000
 
 # Both paths end alike: the k chosen windows, best relevance first, with their event ids.
 _CHOSEN = """
-    SELECT b.id, w.source_event_ids, b.similarity, b.relevance, b.windows
+    SELECT b.id, w.source_event_ids, b.similarity, b.relevance, b.windows, b.sampled
     FROM best b JOIN dw_message_embeddings w ON w.id = b.id AND w.org_id = %(org_id)s
     ORDER BY b.relevance DESC NULLS LAST, b.similarity DESC, b.id
 """
@@ -102,16 +124,50 @@ _RELEVANCE = """
          WHEN o.n >= %(min_n)s AND o.sd > 0 THEN (s.similarity - o.mean) / o.sd
     END
 """
+# Per group: the sample's statistics and its last id (where the rest of the group starts);
+# overall: the population deviation of the groups' union, E[x^2] - E[x]^2 over the groups
+# (`largest` says whether any group was larger than its sample).
 _STATISTICS = """
-    groups AS (
-        SELECT script_group, avg(similarity) AS mean,
-               stddev_pop(similarity) AS sd, count(*) AS n
-        FROM {source} GROUP BY script_group
+    groups AS MATERIALIZED (
+        SELECT script_group, avg(1 - distance) AS mean,
+               stddev_pop(1 - distance) AS sd, count(*) AS n,
+               max(id::text COLLATE "C")::uuid AS last
+        FROM sample GROUP BY script_group
     ), overall AS (
-        SELECT avg(similarity) AS mean, stddev_pop(similarity) AS sd, count(*) AS n
-        FROM {source}
+        SELECT sum(n * mean) / sum(n) AS mean,
+               sqrt(greatest(
+                   sum(n * (sd * sd + mean * mean)) / sum(n)
+                   - (sum(n * mean) / sum(n)) ^ 2, 0)) AS sd,
+               sum(n) AS n, max(n) AS largest
+        FROM groups
     )
 """
+
+
+class _Throttle:
+    """Whether a key is due: at most once every `seconds` per key (the oldest keys beyond
+    `size` are forgotten, and are due again)."""
+
+    def __init__(
+        self, seconds: float, size: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._seconds = seconds
+        self._size = size
+        self._clock = clock
+        self._last: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def due(self, key: tuple[str, str]) -> bool:
+        now = self._clock()
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and now - last < self._seconds:
+                return False
+            self._last[key] = now
+            self._last.move_to_end(key)
+            while len(self._last) > self._size:
+                self._last.popitem(last=False)
+        return True
 
 
 class PostgresWindowEmbeddings:
@@ -125,6 +181,9 @@ class PostgresWindowEmbeddings:
         self._db = database
         self._mode = mode
         self._indexes = indexes if indexes is not None else PostgresWindowIndexes(database)
+        # Orgs whose size was counted lately (docs/adr/0138: a sampled search does not
+        # see it), so that a search counts at most every READY_CACHE_SECONDS per org.
+        self._counted = _Throttle(READY_CACHE_SECONDS, READY_CACHE_SIZE)
 
     def upsert(self, model: str, windows: Sequence[EmbeddedWindow]) -> set[uuid.UUID]:
         """Write `windows` (of any partitions: a slice's batch) in one pipelined round trip;
@@ -166,75 +225,83 @@ class PostgresWindowEmbeddings:
         if self._mode is not HistorySearchMode.EXACT:
             dims = self._indexes.ready_dimensions(org_id, model)
         if dims is not None and uses_index(self._mode, index_ready=True):
-            # The index path sees a sample, not the org's size: no request to make.
-            return self._nearest_indexed(org_id, model, vector, query, k, dims)
-        matches, windows = self._nearest_exact(org_id, model, vector, query, k)
-        if wants_index(self._mode, windows):
-            self._indexes.request(org_id, model, windows)
+            if not self._few_selected(org_id, model, query):
+                # The index path sees a sample, not the org's size: no request to make.
+                return self._nearest_indexed(org_id, model, vector, query, k, dims)
+            return self._nearest_exact(org_id, model, vector, query, k)[0]
+        matches, selected = self._nearest_exact(org_id, model, vector, query, k)
+        self._ask_for_index(org_id, model, selected)
         return matches
 
-    # Every window's similarity is computed once (the exact scan, ADR 0034) into `scored`;
-    # the same pass gives the query's similarity distribution per script group, against
-    # which each hit's relevance is standardised (docs/adr/0112, memory.domain.relevance:
-    # a group smaller than MIN_DISTRIBUTION borrows the whole set's, a smaller set has
-    # none). Hits come best relevance first. The scan keeps only (id, group, similarity) per
-    # window; the k chosen rows' event ids are read after (carrying every row's id array
-    # through the statistics cost 10-30% more, measured; ADR 0112). Within a group relevance
-    # grows with similarity, so the k most relevant are among each group's k most similar:
-    # only those few candidates are standardised and ordered, and the whole set's statistics
-    # come from the groups' (their counts, means and deviations), not from another pass over
-    # every window (nearest 1.81-1.86x -> 1.53-1.58x the plain top-k at 10,000 windows; ADR
-    # 0117). It also says how many windows the query's filters selected: past the threshold
-    # the org gets an index (docs/adr/0134).
+    # Each script group's sample (its first DISTRIBUTION_SAMPLE windows in id order among
+    # those the filters select) gives the group's similarity distribution, against which its
+    # hits are standardised (docs/adr/0112, memory.domain.relevance: a group smaller than
+    # MIN_DISTRIBUTION borrows the whole set's, a smaller set has none); the rest of the
+    # group (past the sample's last id) yields its k nearest windows: read in heap order
+    # through the (org, model, group) btree, whose equal keys are kept in heap order (the
+    # id condition is written so that no index takes it: in id order every row would be a
+    # random read, 2x the bare scan's cost; docs/adr/0138). A group that fits in its sample
+    # is not read again. Within a group relevance grows with similarity, so the k most
+    # relevant windows are among the sample and those. Every selected window's distance is
+    # computed once, as in the bare top-k (docs/adr/0138); a group with no more windows than
+    # its sample has exact statistics. Also says how many windows the filters selected when
+    # every group fit in its sample (None when one did not: the org may need an index).
     def _nearest_exact(
         self, org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
-    ) -> tuple[list[WindowMatch], int]:
-        params = _params(org_id, model, vector, k)
-        statement = sql.SQL(
-            """
-            WITH scored AS MATERIALIZED (
-                SELECT id, script_group, 1 - (embedding <=> %(vector)s) AS similarity
-                FROM dw_message_embeddings
-                WHERE org_id = %(org_id)s AND model = %(model)s{filters}
-            ), groups AS (
-                SELECT script_group, avg(similarity) AS mean,
-                       stddev_pop(similarity) AS sd, count(*) AS n
-                FROM scored GROUP BY script_group
-            ), overall AS (
-                -- The population deviation of the union: E[x^2] - E[x]^2 over the groups.
-                SELECT sum(n * mean) / sum(n) AS mean,
-                       sqrt(greatest(
-                           sum(n * (sd * sd + mean * mean)) / sum(n)
-                           - (sum(n * mean) / sum(n)) ^ 2, 0)) AS sd,
-                       sum(n) AS n
-                FROM groups
-            ), candidates AS (
-                SELECT c.* FROM groups, LATERAL (
-                    SELECT s.id, s.script_group, s.similarity FROM scored s
-                    WHERE s.script_group = groups.script_group
-                    ORDER BY s.similarity DESC, s.id LIMIT %(k)s) AS c
-            ), best AS (
-                SELECT s.id, s.similarity, {relevance} AS relevance, o.n AS windows
-                FROM candidates s JOIN groups g USING (script_group) CROSS JOIN overall o
-                ORDER BY relevance DESC NULLS LAST, s.similarity DESC, s.id
-                LIMIT %(k)s
-            )
-            {chosen}
-            """
-        ).format(
-            filters=window_filters(query, params),
-            relevance=sql.SQL(_RELEVANCE),
-            chosen=sql.SQL(_CHOSEN),
-        )
+    ) -> tuple[list[WindowMatch], int | None]:
+        statement, params = exact_statement(org_id, model, vector, query, k)
         rows = self._db.read(lambda conn: conn.execute(statement, params).fetchall())
-        windows = int(cast(int, rows[0]["windows"])) if rows else 0
-        return [_match(r) for r in rows], windows
+        if rows and rows[0]["sampled"]:
+            return [_match(r) for r in rows], None
+        return [_match(r) for r in rows], int(cast(int, rows[0]["windows"])) if rows else 0
 
-    # The index path: the org's partial index (cast to the model's size, org and model as
-    # literals so the planner matches its predicate) yields each script group's nearest
-    # windows; the distribution comes from the fixed sample; the k most relevant of the
-    # candidates are kept. A group absent from the sample is not scanned (an iterative
-    # scan for rows that do not exist would walk hnsw.max_scan_tuples in vain).
+    def _ask_for_index(self, org_id: str, model: str, selected: int | None) -> None:
+        """Past the threshold the org gets an index (docs/adr/0134). When a group outgrew its
+        sample the search does not know the org's size: it is counted (up to the
+        threshold, from the btree alone) at most every READY_CACHE_SECONDS per org."""
+        if self._mode is HistorySearchMode.EXACT:
+            return
+        windows = selected
+        if windows is None:
+            if not self._counted.due((org_id, model)):
+                return
+            windows = self._count(org_id, model)
+        if wants_index(self._mode, windows):
+            self._indexes.request(org_id, model, windows)
+
+    def _count(self, org_id: str, model: str) -> int:
+        row = self._db.read(
+            lambda conn: conn.execute(
+                "SELECT count(*) AS n FROM (SELECT 1 FROM dw_message_embeddings"
+                " WHERE org_id = %s AND model = %s LIMIT %s) AS w",
+                (org_id, model, search_path.INDEX_THRESHOLD_WINDOWS),
+            ).fetchone()
+        )
+        return 0 if row is None else int(cast(int, row["n"]))
+
+    def _few_selected(self, org_id: str, model: str, query: HistoryQuery) -> bool:
+        """Whether the planner expects the query's filters to keep at most
+        EXACT_FILTERED_WINDOWS windows (EXPLAIN, no execution: one planning): those are
+        scanned exactly, as policy search does (docs/adr/0135, 0139). A graph walk past
+        the windows a selective filter rejects stops before finding k that pass."""
+        params: dict[str, Any] = {"org_id": org_id, "model": model}
+        filters = window_filters(query, params)
+        if not params.keys() - {"org_id", "model"}:
+            return False
+        statement = sql.SQL(
+            "EXPLAIN (FORMAT JSON) SELECT 1 FROM dw_message_embeddings"
+            " WHERE org_id = %(org_id)s AND model = %(model)s{}"
+        ).format(filters)
+        row = self._db.read(lambda conn: conn.execute(statement, params).fetchone())
+        assert row is not None
+        plan = cast(list[dict[str, Any]], row["QUERY PLAN"])[0]["Plan"]
+        return bool(plan["Plan Rows"] <= EXACT_FILTERED_WINDOWS)
+
+    # The index path: the sample as on the exact path; each group larger than its sample
+    # is walked on the org's partial index for that group (cast to the model's size, org,
+    # model and group as literals so the planner matches its predicate), and the k most
+    # relevant of the sample and the walked candidates are kept. A group that fits in its
+    # sample is not walked: its sample holds all of it.
     def _nearest_indexed(
         self,
         org_id: str,
@@ -245,14 +312,18 @@ class PostgresWindowEmbeddings:
         dims: int,
     ) -> list[WindowMatch]:
         statement, params = indexed_statement(org_id, model, vector, query, k, dims)
-        ef_search = max(HISTORY_EF_SEARCH, params["candidates"])
+        settings = INDEX_PATH_SETTINGS | {
+            "hnsw.ef_search": str(max(HISTORY_EF_SEARCH, params["candidates"])),
+            "hnsw.max_scan_tuples": str(HISTORY_MAX_SCAN_TUPLES),
+        }
         with self._db.connection() as conn:
-            # Iterative scan: a filter (channel, time range) that rejects candidates makes
-            # the walk go on instead of returning fewer windows (pgvector >= 0.8).
             conn.execute(
-                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                " set_config('hnsw.ef_search', %s, true)",
-                (str(ef_search),),
+                sql.SQL("SELECT {}").format(
+                    sql.SQL(", ").join(
+                        sql.SQL("set_config({}, {}, true)").format(name, value)
+                        for name, value in settings.items()
+                    )
+                )
             )
             rows = conn.execute(statement, params).fetchall()
         return [_match(r) for r in rows]
@@ -314,13 +385,76 @@ def _uuid(value: object) -> uuid.UUID:
     return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
+def _sample(scope: sql.Composable, filters: sql.Composable) -> sql.Composable:
+    """Each script group's first DISTRIBUTION_SAMPLE selected windows in id order, with
+    their distance to the query (docs/adr/0138)."""
+    return sql.SQL(" UNION ALL ").join(
+        sql.SQL(
+            """(
+            SELECT id, {group}::text AS script_group, embedding <=> %(vector)s AS distance
+            FROM dw_message_embeddings WHERE {scope} AND script_group = {group}{filters}
+            ORDER BY id LIMIT %(sample)s)"""
+        ).format(scope=scope, group=sql.Literal(g.value), filters=filters)
+        for g in ScriptGroup
+    )
+
+
+def _with_sample(params: dict[str, Any]) -> None:
+    params["sample"] = DISTRIBUTION_SAMPLE
+
+
+def exact_statement(
+    org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """The exact path's statement and its parameters (its own function: the benchmarks
+    and tests explain it)."""
+    params = _params(org_id, model, vector, k)
+    _with_sample(params)
+    filters = window_filters(query, params)
+    scope = sql.SQL("org_id = %(org_id)s AND model = %(model)s")
+    rest = sql.SQL(" UNION ALL ").join(
+        sql.SQL(
+            """(
+            SELECT id, {group}::text AS script_group, embedding <=> %(vector)s AS distance
+            FROM dw_message_embeddings WHERE {scope} AND script_group = {group}{filters}
+              AND EXISTS (SELECT 1 FROM groups
+                          WHERE script_group = {group} AND n >= %(sample)s)
+              AND (id > (SELECT last FROM groups WHERE script_group = {group})) IS TRUE
+            ORDER BY distance LIMIT %(k)s)"""
+        ).format(scope=scope, group=sql.Literal(g.value), filters=filters)
+        for g in ScriptGroup
+    )
+    statement = sql.SQL(
+        """
+        WITH sample AS MATERIALIZED ({sample}), {statistics}, rest AS ({rest}), best AS (
+            SELECT s.id, s.similarity, {relevance} AS relevance, o.n AS windows,
+                   o.largest >= %(sample)s AS sampled
+            FROM (SELECT id, script_group, 1 - distance AS similarity FROM sample
+                  UNION ALL
+                  SELECT id, script_group, 1 - distance FROM rest) s
+            JOIN groups g USING (script_group) CROSS JOIN overall o
+            ORDER BY relevance DESC NULLS LAST, s.similarity DESC, s.id
+            LIMIT %(k)s
+        )
+        {chosen}
+        """
+    ).format(
+        sample=_sample(scope, filters),
+        statistics=sql.SQL(_STATISTICS),
+        rest=rest,
+        relevance=sql.SQL(_RELEVANCE),
+        chosen=sql.SQL(_CHOSEN),
+    )
+    return statement, params
+
+
 def indexed_statement(
     org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int, dims: int
 ) -> tuple[sql.Composed, dict[str, Any]]:
     """The index path's statement and its parameters (its own function: the benchmark
     explains it)."""
     params = _params(org_id, model, vector, k)
-    params["sample"] = DISTRIBUTION_SAMPLE
+    _with_sample(params)
     params["candidates"] = k * CANDIDATE_FACTOR
     filters = window_filters(query, params)
     distance = sql.SQL("embedding::halfvec({d}) <=> %(vector)s::halfvec({d})").format(
@@ -329,29 +463,30 @@ def indexed_statement(
     scope = sql.SQL("org_id = {org} AND model = {model}").format(
         org=sql.Literal(org_id), model=sql.Literal(model)
     )
-    # One scan per script group, each on its group's index (the group is a literal, so the
-    # planner matches the index's predicate).
+    # One scan per script group larger than its sample, each on its group's index (the
+    # group is a literal, so the planner matches the index's predicate).
     scans = sql.SQL(" UNION ALL ").join(
         sql.SQL(
             """(
             SELECT id, script_group, {distance} AS distance FROM dw_message_embeddings
             WHERE {scope} AND script_group = {group}{filters}
-              AND EXISTS (SELECT 1 FROM groups WHERE script_group = {group})
+              AND EXISTS (SELECT 1 FROM groups
+                          WHERE script_group = {group} AND n >= %(sample)s)
             ORDER BY {distance} LIMIT %(candidates)s)"""
         ).format(distance=distance, scope=scope, group=sql.Literal(g.value), filters=filters)
         for g in ScriptGroup
     )
     statement = sql.SQL(
         """
-        WITH sample AS MATERIALIZED (
-            SELECT script_group, 1 - (embedding <=> %(vector)s) AS similarity
-            FROM dw_message_embeddings WHERE {scope}
-            ORDER BY id LIMIT %(sample)s
-        ), {statistics}, candidates AS MATERIALIZED (
+        WITH sample AS MATERIALIZED ({sample}), {statistics}, candidates AS MATERIALIZED (
             {scans}
         ), best AS (
-            SELECT s.id, s.similarity, {relevance} AS relevance, 0 AS windows
-            FROM (SELECT id, script_group, 1 - distance AS similarity FROM candidates) s
+            SELECT s.id, s.similarity, {relevance} AS relevance, o.n AS windows,
+                   o.largest >= %(sample)s AS sampled
+            FROM (SELECT id, script_group, 1 - distance AS similarity FROM sample
+                  UNION ALL
+                  SELECT id, script_group, 1 - distance FROM candidates c
+                  WHERE NOT EXISTS (SELECT 1 FROM sample x WHERE x.id = c.id)) s
             JOIN groups g USING (script_group) CROSS JOIN overall o
             ORDER BY relevance DESC NULLS LAST, s.similarity DESC, s.id
             LIMIT %(k)s
@@ -359,8 +494,8 @@ def indexed_statement(
         {chosen}
         """
     ).format(
-        scope=scope,
-        statistics=sql.SQL(_STATISTICS).format(source=sql.SQL("sample")),
+        sample=_sample(scope, filters),
+        statistics=sql.SQL(_STATISTICS),
         scans=scans,
         relevance=sql.SQL(_RELEVANCE),
         chosen=sql.SQL(_CHOSEN),
