@@ -1,182 +1,68 @@
 """The contract against a real `memory serve`: schemathesis generates requests for every
-operation of the service's own `/openapi.json` and checks each answer (no 5xx, a declared
-status, JSON where JSON is declared, a body that matches its schema). The number of cases
-generated per operation is reported at the end of the run."""
+operation of the service's own `/openapi.json` (its examples, coverage and fuzzing phases,
+run by its CLI: `schemathesis_cli`) and checks each answer (no 5xx, a declared status, JSON
+where JSON is declared, a body that matches its schema, and no refusal of a request the
+schema allows). The number of cases sent per operation is reported at the end of the run."""
 
 from __future__ import annotations
 
-import copy
 import json
-import os
-import re
-import subprocess
-import sys
-import time
-from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-import schemathesis
-from hypothesis import HealthCheck, settings
-from schemathesis.checks import (
-    content_type_conformance,
-    not_a_server_error,
-    positive_data_acceptance,
-    response_schema_conformance,
-    status_code_conformance,
-)
-from schemathesis.core.failures import Failure
-from tests.conftest import TEST_ADMIN_TOKEN
-from tests.e2e.contract import fuzz_hooks
+from tests.e2e.contract.fuzz_hooks import accepts_schema_valid_data
+from tests.e2e.contract.schemathesis_cli import CHECKS, run_schemathesis
 
 from memory.domain.access.api_key import MAX_KEY_LIFETIME_DAYS
 from memory.entrypoints.http.openapi import OPERATIONS, openapi_document
 
-ROOT = Path(__file__).resolve().parents[3]
-# Cases per operation: enough to reach every field's edges, few enough for a 2-core machine.
+# Cases per operation and phase: enough to reach every field's edges, few enough for a
+# 2-core machine.
 EXAMPLES_PER_OPERATION = 30
-CASES: Counter[str] = Counter()
+POSITIVE_PHASES = ("examples", "coverage", "fuzzing")
+POSITIVE_SECONDS = 600
 
 
-# What the service refuses although the schema allows it: only rules JSON Schema cannot state,
-# each said in its field's description (docs/adr/0110): instants relative to the server's
-# clock (an event's time, a key's expiry, a filter's or listing's bounds, and their order),
-# `query`, which `GET /v1/embeddings/{ref}` takes only with `origin=search`, a cursor, which
-# must be one the service issued (signed), and `max_results`, at most the request's `limit`.
-# And JSON Schema's `integer` includes `1.0`, which a body here refuses. Any other 422 to a
-# request the schema allows is a contract failure.
-UNSTATABLE = re.compile(
-    r"(expires_at|events\.\d+\.occurred_at|filter\.timestamp(\.(gte|gt|lte|lt))?|updated_since"
-    r"|since|until|query|cursor|max_results)"
-)
-NOT_AN_INTEGER = "Input should be a valid integer"
-# The schema states it (`propertyNames`), but schemathesis's generator does not apply it.
-NUL_IN_KEY = "keys must not contain NUL characters"
-# A number in a query string is written in decimal digits (`2.5`, not `25e-1`): how a value
-# is spelled in a URL, which JSON Schema's `number` does not describe.
-QUERY_DECIMAL = "Value error, must be a decimal number such as 2.5"
-AUTH = {"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"}
-REQUEST_SECONDS = 30
-
-
-def accepts_schema_valid_data(ctx: Any, response: Any, case: schemathesis.Case) -> bool | None:
-    """schemathesis's `positive_data_acceptance`, except for the rules above."""
-    try:
-        return positive_data_acceptance(ctx, response, case)
-    except Failure:
-        if response.status_code == 422:
-            fields = response.json()["error"].get("details", {}).get("fields", [])
-            if fields and all(
-                UNSTATABLE.fullmatch(f["field"])
-                or f["reason"] in (NOT_AN_INTEGER, NUL_IN_KEY, QUERY_DECIMAL)
-                for f in fields
-            ):
-                return None
-        raise
-
-
-CHECKS = [
-    not_a_server_error,
-    status_code_conformance,
-    content_type_conformance,
-    response_schema_conformance,
-    accepts_schema_valid_data,
-]
-
-
-# The document the app serves (the last test checks that /openapi.json is this one), loaded
-# at collection so that each operation is its own test; instants as `fuzz_hooks` makes them
-# (a key's expiry still often lies in the past, which the service refuses). A copy: loading
-# a schema changes it.
-schema = schemathesis.openapi.from_dict(copy.deepcopy(openapi_document()))
-
-
-@schema.parametrize()
-@settings(
-    max_examples=EXAMPLES_PER_OPERATION,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-)
-def test_every_operation_keeps_its_contract(served: str, case: schemathesis.Case) -> None:
-    CASES[case.operation.label] += 1
-    case.call_and_validate(base_url=served, headers=AUTH, checks=CHECKS, timeout=REQUEST_SECONDS)
-
-
-# The stateful phase: sequences that follow the document's links (store a policy, then read,
-# update, delete it by the id the answer gave; list orgs, ingest into one, then search, sweep,
-# erase; create a key, then list and revoke it) and the links schemathesis infers, so answers
-# about things that exist are checked too. Every operation is on a chain from an operation
-# the fuzzer starts with (docs/adr/0123), and the phase runs again, with new sequences, until
-# every operation was called (at most `STATEFUL_SECONDS`). Run by schemathesis's own engine
-# (its CLI): hypothesis's state machine under pytest rejects a live service, which answers a
-# replay differently. Its instants come from the same hooks as the cases above.
-STATEFUL_SCENARIOS = 30
-STATEFUL_STEPS = 12
-STATEFUL_SECONDS = 600
-STATEFUL_CALLED: Counter[str] = Counter()
-
-
-# Passes until every operation was called, and the slowest one's own time limit.
-@pytest.mark.timeout(STATEFUL_SECONDS + 120)
-def test_linked_sequences_keep_the_contract(served: str, tmp_path: Path) -> None:
+# The document the app serves (the last test checks that /openapi.json is this one); its
+# instants as `fuzz_hooks` makes them (a key's expiry still often lies in the past, which the
+# service refuses, and `accepts_schema_valid_data` says which refusals JSON Schema cannot
+# state). Every operation must get its cases: an operation the run never reached (a schema
+# schemathesis cannot generate from, a run that generated nothing) fails the test.
+@pytest.mark.timeout(POSITIVE_SECONDS + 60)
+def test_every_operation_keeps_its_contract(
+    served: str, tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
     every = {f"{op.method} {op.path}" for op in OPERATIONS}
-    config = tmp_path / "schemathesis.toml"
-    config.write_text(f"[phases.stateful]\nmax-steps = {STATEFUL_STEPS}\n", "utf-8")
-    environment = {**os.environ, "SCHEMATHESIS_HOOKS": fuzz_hooks.__name__}
-    environment["PYTHONPATH"] = os.pathsep.join([str(ROOT), environment.get("PYTHONPATH", "")])
-    deadline = time.monotonic() + STATEFUL_SECONDS
-    passes = 0
-    while set(STATEFUL_CALLED) != every and time.monotonic() < deadline:
-        passes += 1
-        events = tmp_path / f"stateful-{passes}.ndjson"
-        run = subprocess.run(
-            [
-                str(Path(sys.executable).with_name("schemathesis")),
-                f"--config-file={config}",
-                "run",
-                f"{served}/openapi.json",
-                "--phases=stateful",
-                "--checks=" + ",".join(check.__name__ for check in CHECKS[:-1]),
-                f"--header=Authorization: Bearer {TEST_ADMIN_TOKEN}",
-                f"--max-examples={STATEFUL_SCENARIOS}",
-                "--report=ndjson",
-                f"--report-ndjson-path={events}",
-                "--no-color",
-            ],
-            cwd=tmp_path,  # its cache goes there, not into the repository
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=max(deadline - time.monotonic(), 60),
-            check=False,
-        )
-        assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-2000:]
-        covered = re.search(r"API Links: +(\d+) covered", run.stdout)
-        assert covered is not None and int(covered[1]) > 0, run.stdout[-3000:]
-        STATEFUL_CALLED.update(called_operations(events))
-    missing = every - set(STATEFUL_CALLED)
-    assert missing == set(), f"after {passes} stateful passes, never called: {sorted(missing)}"
+    run = run_schemathesis(
+        served,
+        tmp_path,
+        name="positive",
+        phases=POSITIVE_PHASES,
+        checks=(*CHECKS, accepts_schema_valid_data.__name__),
+        max_examples=EXAMPLES_PER_OPERATION,
+        timeout=POSITIVE_SECONDS,
+    )
+    # The coverage phase also sends methods a path does not declare (its answer, a 405, is
+    # checked too): those are not operations.
+    record_property("contract_cases", {label: run.called[label] for label in sorted(every)})
+    record_property("contract_max_examples", EXAMPLES_PER_OPERATION)
+    assert every - set(run.called) == set(), "operations the fuzzer never called"
+    # An operation without parameters or body has next to nothing to vary (schemathesis sends
+    # it a few times); every other one gets a good part of its cases.
+    few = [
+        label
+        for op in OPERATIONS
+        if run.called[label := f"{op.method} {op.path}"] < EXAMPLES_PER_OPERATION // 3
+        and takes_input(op.method, op.path)
+    ]
+    assert few == [], {label: run.called[label] for label in few}
 
 
-def called_operations(events: Path) -> Counter[str]:
-    """`METHOD /path` of every request the stateful phase sent, from its NDJSON report."""
-    called: Counter[str] = Counter()
-    for line in events.read_text("utf-8").splitlines():
-        finished = json.loads(line).get("ScenarioFinished")
-        if finished is None:
-            continue
-        for case in (finished["recorder"].get("cases") or {}).values():
-            called[f"{case['value']['method']} {case['value']['path']}"] += 1
-    return called
-
-
-def test_the_fuzzer_reached_every_operation() -> None:
-    """Runs after the two above (file order): each operation got its cases."""
-    every = {f"{op.method} {op.path}" for op in OPERATIONS}
-    assert every - set(CASES) == set(), "operations the fuzzer never called"
-    assert all(CASES[label] >= EXAMPLES_PER_OPERATION // 3 for label in every), CASES
+def takes_input(method: str, path: str) -> bool:
+    operation = openapi_document()["paths"][path][method.lower()]
+    return bool(operation.get("parameters")) or "requestBody" in operation
 
 
 def test_the_document_lists_every_operation_and_docs_are_served_locally(served: str) -> None:

@@ -1,0 +1,59 @@
+"""The contract's stateful phase against a real `memory serve`: sequences that follow the
+document's links (store a policy, then read, update, delete it by the id the answer gave; list
+orgs, ingest into one, then search, sweep, erase; create a key, then list and revoke it) and
+the links schemathesis infers, so answers about things that exist are checked too.
+
+A module of its own (and so a `memory serve` of its own): it is the suite's longest test, and
+under pytest-xdist it runs on one worker while the other tests, the positive phases in
+test_openapi_contract.py among them, run on the others (docs/adr/0143)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from tests.e2e.contract.schemathesis_cli import CHECKS, run_schemathesis
+
+from memory.entrypoints.http.openapi import OPERATIONS
+
+# Every operation is on a chain from an operation the fuzzer starts with (docs/adr/0123), and
+# the phase runs again, with new sequences, until every operation was called (at most
+# `STATEFUL_SECONDS`). Run by schemathesis's own engine (its CLI): hypothesis's state machine
+# under pytest rejects a live service, which answers a replay differently. Its instants come
+# from the same hooks as the positive phases.
+STATEFUL_SCENARIOS = 30
+STATEFUL_STEPS = 12
+STATEFUL_SECONDS = 600
+
+
+# Passes until every operation was called, and the slowest one's own time limit.
+@pytest.mark.timeout(STATEFUL_SECONDS + 120)
+def test_linked_sequences_keep_the_contract(
+    served: str, tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
+    every = {f"{op.method} {op.path}" for op in OPERATIONS}
+    deadline = time.monotonic() + STATEFUL_SECONDS
+    called: Counter[str] = Counter()
+    passes = 0
+    while set(called) != every and time.monotonic() < deadline:
+        passes += 1
+        run = run_schemathesis(
+            served,
+            tmp_path,
+            name=f"stateful-{passes}",
+            phases=("stateful",),
+            checks=CHECKS,
+            max_examples=STATEFUL_SCENARIOS,
+            timeout=max(deadline - time.monotonic(), 60),
+            config=f"[phases.stateful]\nmax-steps = {STATEFUL_STEPS}\n",
+        )
+        covered = re.search(r"API Links: +(\d+) covered", run.output)
+        assert covered is not None and int(covered[1]) > 0, run.output[-3000:]
+        called.update(run.called)
+    record_property("contract_stateful_requests", dict(called))
+    missing = every - set(called)
+    assert missing == set(), f"after {passes} stateful passes, never called: {sorted(missing)}"
