@@ -33,6 +33,9 @@ from memory.infrastructure.postgres.embedded import (
 )
 from memory.infrastructure.settings import Settings
 
+# A run in which a test was skipped fails (docs/testing.md: nothing is skipped).
+pytest_plugins = ("tests.no_skips",)
+
 TEMPLATE_DB = "memory_test_template"
 # Databases cloned ahead of the tests that will take them.
 CLONES_AHEAD = 3
