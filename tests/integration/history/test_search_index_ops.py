@@ -20,6 +20,7 @@ from memory.domain.history.search import HistoryQuery, MatchedBy
 from memory.domain.history.search_path import SearchIndexState
 from memory.domain.relevance import ScriptGroup
 from memory.entrypoints.history_runtime import HistoryRuntime
+from memory.entrypoints.workers.history_indexes import WindowIndexBuilder
 from memory.infrastructure.history import search_indexes
 from memory.infrastructure.history.search_indexes import group_index_name, index_name
 
@@ -285,3 +286,29 @@ def _wait_for(read: Any) -> Any:
         return found
 
     return anyio.run(poll)
+
+
+def test_the_builder_worker_keeps_the_gauges_up_to_date(make_runtime, kit) -> None:
+    runtime: HistoryRuntime = make_runtime(history_search_mode="auto")
+    seed(runtime, kit)
+    semantic(runtime)
+    runtime.service.search_index_summary()
+    assert (gauge("wanted"), gauge("ready")) == (1, 0)
+    builder = WindowIndexBuilder(
+        runtime.window_indexes,
+        report=runtime.service.search_index_summary,
+        poll_seconds=0.05,
+        report_seconds=0.05,
+    )
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(builder.run)
+            with anyio.fail_after(60):
+                while (gauge("wanted"), gauge("ready")) != (0, 1):
+                    await anyio.sleep(0.05)
+            builder.stop.set()
+            tasks.cancel_scope.cancel()
+
+    anyio.run(main)
+    assert states(runtime) == [("hash:1024", SearchIndexState.READY)]
