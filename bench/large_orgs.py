@@ -17,8 +17,9 @@ Measured, each path side by side in the same run:
 - history, per org size: the semantic leg (`PostgresWindowEmbeddings.nearest`) on the exact
   scan (the baseline) and on the org's partial HNSW index, p50/p95 and recall@10 against the
   exact scan's answer; hybrid search (full-text + semantic + messages, query embedding
-  excluded) on each path; the index's build time; upsert throughput of new windows into the
-  org with and without its index (the sweep's write cost);
+  excluded) on each path; the index's build time; sweep throughput of new windows into the
+  org with its index kept against a twin org of the same size without one (the sweep's write
+  cost), in rounds of alternating order;
 - policies, per size: `PostgresPolicyReadModel.search` on the exact scan (the baseline) and
   on HNSW at several `ef_search`, unfiltered and with a tag filter that keeps 1%, p50/p95
   and recall@10 against exact.
@@ -368,8 +369,8 @@ def new_messages(org: str, tag: str, windows: int, start: datetime) -> list[Chat
     ]
 
 
-def sweep_rate(runtime: HistoryRuntime, org: str, tag: str, windows: int) -> float:
-    """Windows/s of one sweep pass over `windows` new windows of the org."""
+def sweep_seconds(runtime: HistoryRuntime, org: str, tag: str, windows: int) -> float:
+    """Seconds of one sweep pass over `windows` new windows of the org."""
     start = datetime.now(UTC) - timedelta(days=10)
     events = new_messages(org, tag, windows, start)
     for i in range(0, len(events), 900):
@@ -378,16 +379,63 @@ def sweep_rate(runtime: HistoryRuntime, org: str, tag: str, windows: int) -> flo
     report = runtime.service.sweep(org, trigger="bench")
     seconds = time.perf_counter() - started
     assert report.windows_embedded == windows, report
-    return windows / seconds
+    return seconds
 
 
-def bench_history(database: Database, size: int, queries: int, seed: int) -> list[Row]:
+def upsert_ms_per_window(
+    database: Database, org: str, vectors: np.ndarray, start: datetime, first: int
+) -> float:
+    """Milliseconds per window of writing new windows as the sweep does (batches of 16, one
+    `upsert` each), without the rest of the sweep: what the index adds shows alone."""
+    windows = load_windows(database, org, vectors, start, first=first, embedded=False)
+    store = PostgresWindowEmbeddings(database)
+    started = time.perf_counter()
+    for i in range(0, len(windows), 16):
+        store.upsert(HISTORY_MODEL, windows[i : i + 16])
+    return (time.perf_counter() - started) * 1000 / len(windows)
+
+
+@dataclass(frozen=True)
+class SweepRounds:
+    """Seconds per round of sweeping the same number of new windows into the org with its
+    index and into its twin without one (today's sweep)."""
+
+    kept: list[float]
+    plain: list[float]
+
+    @property
+    def ratios(self) -> list[float]:
+        """Throughput with the index kept over today's, per round."""
+        return [p / k for k, p in zip(self.kept, self.plain, strict=True)]
+
+
+def sweep_rounds(
+    runtime: HistoryRuntime, org: str, twin: str, windows: int, rounds: int
+) -> SweepRounds:
+    """`rounds` rounds of one pass of `windows` new windows into each org, in alternating
+    order (indexed first, then its twin first, ...), so that a change in the machine's load or
+    in what the previous pass left weighs on both alike."""
+    kept: list[float] = []
+    plain: list[float] = []
+    for r in range(rounds):
+        sides = [(org, kept), (twin, plain)]
+        for name, seconds in sides if r % 2 == 0 else sides[::-1]:
+            seconds.append(sweep_seconds(runtime, name, f"r{r}", windows))
+    return SweepRounds(kept, plain)
+
+
+def bench_history(
+    database: Database, size: int, queries: int, seed: int, rounds: int = 4
+) -> list[Row]:
     gen = ClusteredVectors(HISTORY_DIMS, size, seed)
     org = f"org-{size}"
+    # The same size without an index: today's sweep, measured beside the org's.
+    twin = f"twin-{size}"
     start = datetime.now(UTC) - timedelta(days=20)
     load_started = time.perf_counter()
     load_windows(database, org, gen.sample(size), start)
     load_seconds = time.perf_counter() - load_started
+    load_windows(database, twin, gen.sample(size), start)
     model = QueryVectors(gen.sample(queries))
     writes = min(SWEEP_WINDOWS, max(size // 10, 100))
     exact_runtime = HistoryRuntime(
@@ -398,13 +446,19 @@ def bench_history(database: Database, size: int, queries: int, seed: int) -> lis
     )
     try:
         exact_runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=BENCH_ACTOR)
-        sweep_rate(exact_runtime, org, "warm-up", 20)  # the first pass loads what it needs
-        rate_before = sweep_rate(exact_runtime, org, "before", writes)
+        for name in (org, twin):  # the first pass loads what it needs
+            sweep_seconds(exact_runtime, name, "warm-up", 20)
         indexes = PostgresWindowIndexes(database)
         indexes.request(org, HISTORY_MODEL, size)
         built = indexes.build_next()
         assert built is not None and built.org_id == org, built
-        rate_after = sweep_rate(index_runtime, org, "after", writes)
+        swept = sweep_rounds(exact_runtime, org, twin, writes, rounds)
+        upserts: dict[str, list[float]] = {org: [], twin: []}
+        for r in range(rounds):
+            for name in (org, twin) if r % 2 == 0 else (twin, org):
+                first = size * (r + 2)  # window numbers (and so ids) of their own
+                vectors = gen.sample(writes)
+                upserts[name].append(upsert_ms_per_window(database, name, vectors, start, first))
         with database.connection() as conn:
             conn.execute("ANALYZE dw_message_embeddings")
         exact_ms, truth = semantic_leg(exact_runtime.windows, org, model)
@@ -414,7 +468,8 @@ def bench_history(database: Database, size: int, queries: int, seed: int) -> lis
     finally:
         exact_runtime.close()
         index_runtime.close()
-    total = size + 2 * writes + 20
+    total = size + 2 * rounds * writes + 20
+    kept_ms, plain_ms = statistics.median(upserts[org]), statistics.median(upserts[twin])
     exact_p50 = statistics.median(exact_ms)
     return [
         Row(
@@ -442,11 +497,22 @@ def bench_history(database: Database, size: int, queries: int, seed: int) -> lis
             " the exact hybrid",
         ),
         Row(
-            f"history @ {total:,} windows: sweep of {writes:,} new windows, index kept",
-            f"{rate_after:,.1f} windows/s",
-            f"{rate_after / rate_before:.2f}",
-            f"against the same sweep before the index: {rate_before:,.1f} windows/s"
-            " (hash:1024, the sweep's own cost)",
+            f"history @ {total:,} windows: sweep of {writes:,} new windows x {rounds} rounds,"
+            " index kept",
+            f"{rounds * writes / sum(swept.kept):,.1f} windows/s",
+            f"{statistics.median(swept.ratios):.2f}",
+            "median of the rounds' ratios to the same sweep into an org of the same size"
+            f" without an index ({rounds * writes / sum(swept.plain):,.1f} windows/s); per"
+            f" round {', '.join(f'{x:.2f}' for x in swept.ratios)} (hash:1024, the sweep's own"
+            " cost)",
+        ),
+        Row(
+            f"history @ {total:,} windows: upsert alone, {writes:,} new windows in batches of"
+            " 16, index kept",
+            f"{kept_ms:.2f} ms/window",
+            f"{plain_ms / kept_ms:.2f}",
+            f"into the twin without an index: {plain_ms:.2f} ms/window; the index adds"
+            f" {kept_ms - plain_ms:.2f} ms/window (medians of {rounds} rounds)",
         ),
     ]
 
@@ -610,6 +676,9 @@ def main() -> int:
     parser.add_argument("--policies", default="10000,100000", help="policy counts")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--sweep-rounds", type=int, default=4, help="sweep rounds, org and twin alternating"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.windows.split(",") if s]
     policies = [int(s) for s in args.policies.split(",") if s]
@@ -622,7 +691,9 @@ def main() -> int:
         try:
             database.migrate()
             for size in sizes:
-                rows += shown(bench_history(database, size, args.queries, args.seed))
+                rows += shown(
+                    bench_history(database, size, args.queries, args.seed, args.sweep_rounds)
+                )
             for size in policies:
                 rows += shown(bench_policies(database, size, args.queries, args.seed))
         finally:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from tests.fakes import TEST_ACTOR
 
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
+from memory.domain.history.partition import Partition
+from memory.domain.history.sweep_plan import WatermarkMark
 
 HOSTILE = [
     ("x1", "9999-12-31T23:59:59-14:00"),
@@ -64,3 +66,34 @@ def test_the_purge_deletes_out_of_range_rows_as_expired_and_keeps_the_rest(
     )
     assert remaining == ["ok1"]
     assert kit.scalar("SELECT count(*) FROM dw_chat_events WHERE org_id = 'other'") == 3
+
+
+def test_the_check_for_rows_out_of_range_reads_no_table_whatever_the_plan(
+    make_runtime, kit
+) -> None:
+    # psycopg prepares a statement on its fifth run, and the server may then keep a generic
+    # plan: asked as EXISTS (... occurred_at < earliest OR occurred_at > latest), that plan
+    # guessed a third of a partition's rows out of range and scanned the table for the first
+    # (2.9-4.5 s per slice of 128 partitions, docs/adr/0136). Forced here, it must still
+    # probe the partition's index, and still find the rows out of range.
+    runtime = make_runtime()
+    events = [kit.message(f"m{i}", i * 0.5, channel=f"C{i % 4}") for i in range(800)]
+    for i in range(0, len(events), 200):
+        runtime.service.ingest("planned", events[i : i + 200])
+    store_as_an_older_version(kit, "planned", "C9")
+    with kit.database.connection() as conn:
+        conn.execute("ANALYZE dw_chat_events")
+    marks = [
+        (Partition("planned", "slack", channel), WatermarkMark(None, 0))
+        for channel in ("C0", "C1", "C2", "C3", "C9")
+    ]
+    with kit.database.transaction() as conn:
+        conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        reads = runtime.events.read_main_many(marks, 50)
+        alone = runtime.events.read_main(*marks[0], 50)
+        row = conn.execute(
+            "SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = 'dw_chat_events'"
+        ).fetchone()
+    assert row is not None and row["seq_scan"] == 0
+    assert [reads[p].out_of_range for p, _ in marks] == [False, False, False, False, True]
+    assert not alone.out_of_range and len(alone.read.messages) == 50
