@@ -386,7 +386,7 @@ def one_org_per_size(
             if size not in args.sizes:
                 continue
             analyze(database)
-            label = f"1 org x {size:,} channels"
+            label = f"1 org x {size:,} channel{'' if size == 1 else 's'}"
             figures = measure_org(runtime, database, model, org, label, texts, args.budget)
             figures.first_sweep = swept.text()
             rows.append(figures.row())
