@@ -61,17 +61,26 @@ SELECT coalesce(array_agg(org_id), '{}') AS orgs FROM (
 ) o
 """
 _ORGS_OPTED_IN = sql.SQL(" AND w.org_id = ANY(%(opted_in)s::text[])")
+# The orgs with due work, then each one's first `limit` due partitions in turn order from
+# dw_sweep_work_turns_idx: a slice numbers at most `limit` rows of each due org, not all of
+# its due rows (sorted, that was 26-33 ms per slice with 10,000 due in one org; ADR 0136).
 _DUE = sql.SQL(
     """
-    WITH due AS (
-        SELECT w.org_id, w.provider, w.external_channel_id, w.changes, w.due_at,
-               w.waiting_since,
-               row_number() OVER (
-                   PARTITION BY w.org_id
-                   ORDER BY w.due_at, w.waiting_since, w.provider, w.external_channel_id
-               ) AS turn
-        FROM dw_sweep_work w
+    WITH orgs AS (
+        SELECT DISTINCT w.org_id FROM dw_sweep_work w
         WHERE w.model = %(model)s AND w.due_at <= %(now)s AND {enabled}{org}
+    ), due AS (
+        SELECT d.*, row_number() OVER (
+                   PARTITION BY d.org_id
+                   ORDER BY d.due_at, d.waiting_since, d.provider, d.external_channel_id
+               ) AS turn
+        FROM orgs, LATERAL (
+            SELECT w.org_id, w.provider, w.external_channel_id, w.changes, w.due_at,
+                   w.waiting_since
+            FROM dw_sweep_work w
+            WHERE w.model = %(model)s AND w.org_id = orgs.org_id AND w.due_at <= %(now)s
+            ORDER BY w.due_at, w.waiting_since, w.provider, w.external_channel_id
+            LIMIT %(limit)s) AS d
     )
     SELECT org_id, provider, external_channel_id, changes FROM due
     ORDER BY turn, due_at, waiting_since, org_id
