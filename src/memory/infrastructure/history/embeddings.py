@@ -92,9 +92,11 @@ _REPLACE_OVERLAPPING = sql.SQL(
 # each group's first windows in id order among those the query's filters select
 # (deterministic uuids: effectively random, and the same for every search; docs/adr/0138).
 # A group with at most this many such windows is its own sample, so its relevance is exact:
-# small orgs and selective filters keep ADR 0112's figures. 1,000 puts the mean within
-# ~0.03 spreads and the spread within ~2% (a relevance of 2.75 within ~0.1).
-DISTRIBUTION_SAMPLE = 1000
+# small orgs and selective filters keep ADR 0112's figures. 500 puts the mean within ~0.05
+# spreads and the spread within ~3% (a relevance of 2.75 within ~0.1). The sample's rows
+# are read in id order, at random heap positions: at 10,000 windows 1,000 of them cost a
+# third of the whole scan's time in heap order, 500 half that.
+DISTRIBUTION_SAMPLE = 500
 # HNSW candidate list per group scan (pgvector `hnsw.ef_search`); recall@10 against the
 # exact scan at this value is measured in bench/large_orgs.py (docs/adr/0134).
 HISTORY_EF_SEARCH = 40
