@@ -98,9 +98,9 @@ _REPLACE_OVERLAPPING = sql.SQL(
 # third of the whole scan's time in heap order, 500 half that.
 DISTRIBUTION_SAMPLE = 500
 # HNSW candidate list per group scan (pgvector `hnsw.ef_search`); recall@10 against the
-# exact scan at this value is measured in bench/large_orgs.py (docs/adr/0134, 0139: 40 gave
-# 0.970-0.996 at 100,000 windows, 60 or more 0.998 in the same run).
-HISTORY_EF_SEARCH = 60
+# exact scan at this value is measured in bench/large_orgs.py (docs/adr/0134, 0139: at
+# 100,000 windows 40 gave 0.970-0.996 and 60 0.987-0.998 across builds and query sets).
+HISTORY_EF_SEARCH = 100
 # The index path's settings, local to its transaction. Iterative scan: a filter (channel,
 # time range) that rejects candidates makes the walk go on instead of returning fewer
 # windows (pgvector >= 0.8).
