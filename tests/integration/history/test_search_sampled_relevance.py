@@ -197,6 +197,7 @@ def test_a_selective_filter_on_an_org_with_an_index_is_scanned_exactly(
     # which the planner takes (a table this small is otherwise cheaper to scan and sort).
     monkeypatch.setattr(embeddings, "DISTRIBUTION_SAMPLE", 4)
     monkeypatch.setattr(embeddings, "HISTORY_MAX_SCAN_TUPLES", 8)
+    monkeypatch.setattr(embeddings, "HISTORY_EF_SEARCH", 1)  # the candidates' count: 2k
     for switch in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
         monkeypatch.setitem(embeddings.INDEX_PATH_SETTINGS, switch, "off")
     exact: HistoryRuntime = make_runtime(history_search_mode="exact")
