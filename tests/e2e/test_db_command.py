@@ -9,11 +9,15 @@ from pathlib import Path
 
 import httpx
 import psycopg
+import pytest
 from tests.conftest import AUTH_HEADERS
 from tests.e2e.processes import HASH_MODELS, memory_cli, serve, terminate, wait_healthy
 
 from memory.entrypoints.db_cli import EXIT_NOT_RUNNING
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, free_port
+
+# Minutes of real servers and clusters: its file starts first under xdist (docs/adr/0143).
+pytestmark = pytest.mark.long
 
 
 def _status(home: Path) -> dict[str, object]:

@@ -13,11 +13,14 @@ from pathlib import Path
 
 import httpx
 import psycopg
+import pytest
 from tests.e2e.processes import memory_cli, terminate
 from tests.e2e.test_backup_restore import _cli_json, _serve, _until
 
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, free_port
 
+# Minutes of real servers and clusters: its file starts first under xdist (docs/adr/0143).
+pytestmark = pytest.mark.long
 SYNCHRONOUS = {"MEMORY_DATABASE_SYNCHRONOUS_STANDBY": "on"}
 
 
