@@ -32,7 +32,8 @@ from memory.infrastructure.history.search_indexes import index_name as request_n
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.settings import Settings
 
-pytestmark = pytest.mark.model
+# The precision set embedded and searched twice by the bundled model: the suite's longest test.
+pytestmark = [pytest.mark.model, pytest.mark.long]
 
 ORG = "acme"
 # The acceptance line looks at the top 5 (`memory check`, ADR 0112); the answers are
