@@ -279,12 +279,17 @@ def run_cli(cli_env: str, capsys: pytest.CaptureFixture[str]) -> RunCli:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files with a test marked `long` (minutes) run first, the rest in collection order, each
-    file's tests in their own order. pytest-xdist (`--dist loadfile --no-loadscope-reorder`)
-    hands files to workers in this order, so the longest ones start at once and the many short
-    ones fill the other workers meanwhile, instead of a long one starting last (docs/adr/0143)."""
-    long_files = {item.path for item in items if item.get_closest_marker("long")}
-    items.sort(key=lambda item: item.path not in long_files)
+    """Files with a test marked `long` run first, the longest first (the marker's `seconds`,
+    measured), the rest in collection order, each file's tests in their own order.
+    pytest-xdist (`--dist loadfile --no-loadscope-reorder`) hands files to workers in this
+    order, so the longest ones start at once and the many short ones fill the other workers
+    meanwhile, instead of a long one starting last (docs/adr/0143)."""
+    seconds: dict[Path, float] = {}
+    for item in items:
+        marker = item.get_closest_marker("long")
+        took = float(marker.kwargs.get("seconds", 60)) if marker is not None else 0.0
+        seconds[item.path] = max(seconds.get(item.path, 0.0), took)
+    items.sort(key=lambda item: -seconds[item.path])
 
 
 def _recorded(terminalreporter: pytest.TerminalReporter, name: str) -> Any:

@@ -33,7 +33,7 @@ from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.settings import Settings
 
 # The precision set embedded and searched twice by the bundled model: the suite's longest test.
-pytestmark = [pytest.mark.model, pytest.mark.long]
+pytestmark = [pytest.mark.model, pytest.mark.long(seconds=690)]
 
 ORG = "acme"
 # The acceptance line looks at the top 5 (`memory check`, ADR 0112); the answers are

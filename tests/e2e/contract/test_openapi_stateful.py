@@ -31,7 +31,7 @@ STATEFUL_SECONDS = 600
 
 
 # Passes until every operation was called, and the slowest one's own time limit.
-@pytest.mark.long
+@pytest.mark.long(seconds=220)
 @pytest.mark.timeout(STATEFUL_SECONDS + 120)
 def test_linked_sequences_keep_the_contract(
     served: str, tmp_path: Path, record_property: Callable[[str, object], None]
