@@ -1,8 +1,13 @@
-"""Relevance on history's index path (issue 21 item 4, docs/adr/0134): the precision set,
-embedded by the bundled e5 model into one org's windows, is searched once by the exact scan
-and once through the org's own HNSW indexes (the relevance distribution then comes from the
-fixed sample). Both give the same top 20, the same relevances and the same acceptance
-figures, and those meet the relevance rule's line (docs/adr/0112)."""
+"""Relevance on history's index path (issue 21 item 4, docs/adr/0134, 0138): the precision
+set, embedded by the bundled e5 model into one org's windows, is searched once by the exact
+scan and once through the org's own HNSW indexes, both with each script group's relevance
+distribution taken from a sample smaller than the group (the set's groups hold 52-89
+windows, fewer than DISTRIBUTION_SAMPLE: at that size no group would be walked at all).
+The sample is the same on both paths, so a walk that finds every window of a group's top k
+past its sample gives the exact scan's top 20, similarities, relevances and acceptance
+figures, which must be identical; those meet the relevance rule's line (docs/adr/0112).
+EXPLAIN ANALYZE shows every group's index scanned for every query, and the same check with
+the walk cut short (or not taken) fails: the test can fail."""
 
 from __future__ import annotations
 
@@ -21,12 +26,18 @@ from tests.model.conftest import LOCAL
 from memory.application.embedding import EmbeddingModel
 from memory.application.history.ports import WindowMatch
 from memory.datasets.precision_check import PrecisionSet, load_precision_set
+from memory.domain.embedding import EmbeddingVector
 from memory.domain.history.search import HistoryQuery
 from memory.domain.history.search_path import HistorySearchMode
 from memory.domain.relevance import RelevanceFilter, ScriptGroup, script_group
 from memory.domain.retrieval_precision import Judged, PrecisionTable
 from memory.infrastructure.embedding.factory import ModelRegistry
-from memory.infrastructure.history.embeddings import PostgresWindowEmbeddings, indexed_statement
+from memory.infrastructure.history import embeddings
+from memory.infrastructure.history.embeddings import (
+    PostgresWindowEmbeddings,
+    index_path_settings,
+    indexed_statement,
+)
 from memory.infrastructure.history.search_indexes import PostgresWindowIndexes, group_index_name
 from memory.infrastructure.history.search_indexes import index_name as request_name
 from memory.infrastructure.postgres.database import Database
@@ -41,6 +52,10 @@ ORG = "acme"
 K = 5
 COMPARED = 20
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+# Each group's sample in this test: below the smallest group (52 windows), so that most of
+# every group is only reachable through its walk, and at least MIN_DISTRIBUTION (20), so
+# that every group is standardised against its own sample (docs/adr/0112).
+SAMPLE = 25
 
 
 @pytest.fixture
@@ -96,16 +111,48 @@ def store_windows(database: Database, model: EmbeddingModel, data: PrecisionSet)
         )
 
 
+Queries = list[tuple[str, EmbeddingVector]]
+
+
 def answers(
-    windows: PostgresWindowEmbeddings, model: EmbeddingModel, data: PrecisionSet
+    windows: PostgresWindowEmbeddings, model: str, queries: Queries
 ) -> list[list[WindowMatch]]:
+    return [
+        windows.nearest(ORG, model, vector, HistoryQuery(text, limit=COMPARED), COMPARED)
+        for text, vector in queries
+    ]
+
+
+def walked(database: Database, model: str, queries: Queries) -> list[dict[ScriptGroup, int]]:
+    """Per query, the rows each script group's index scan returned when the index path's
+    statement ran (EXPLAIN ANALYZE under the path's own settings; 0 when the scan was never
+    executed: a group that fits in its sample is not walked)."""
+    names = {group_index_name(request_name(ORG, model), g): g for g in ScriptGroup}
     out = []
-    for query in data.queries:
-        vector = model.embed_query(query.text)
-        found = windows.nearest(
-            ORG, model.identity.id, vector, HistoryQuery(query.text, limit=COMPARED), COMPARED
+    for text, vector in queries:
+        statement, params = indexed_statement(
+            ORG, model, vector, HistoryQuery(text, limit=COMPARED), COMPARED, 384
         )
-        out.append(found)
+        settings = index_path_settings(params["candidates"])
+        with database.connection() as conn:
+            for name, value in settings.items():
+                conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+            row = conn.execute(
+                b"EXPLAIN (ANALYZE, FORMAT JSON) " + statement.as_bytes(conn), params
+            ).fetchone()
+        assert row is not None
+        rows = dict.fromkeys(ScriptGroup, 0)
+        seen = set()
+        stack = [row["QUERY PLAN"][0]["Plan"]]
+        while stack:
+            node = stack.pop()
+            stack.extend(node.get("Plans", []))
+            group = names.get(node.get("Index Name", ""))
+            if group is not None:
+                seen.add(group)
+                rows[group] += int(node["Actual Rows"] * node["Actual Loops"])
+        assert seen == set(ScriptGroup), f"not every group's index is in the plan: {seen}"
+        out.append(rows)
     return out
 
 
@@ -154,42 +201,51 @@ def ranked(found: list[list[WindowMatch]]) -> list[list[tuple[str, float, float 
 
 # Embedding the set (202 documents, 230 queries) takes minutes of CPU on a shared machine.
 @pytest.mark.timeout(1500)
-def test_the_index_path_gives_the_exact_scans_answers_and_acceptance_figures(
-    database: Database, e5: EmbeddingModel
+def test_the_index_path_walks_every_group_and_gives_the_exact_scans_answers_and_figures(
+    database: Database, e5: EmbeddingModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = load_precision_set()
     store_windows(database, e5, data)
     model = e5.identity.id
+    queries = [(q.text, e5.embed_query(q.text)) for q in data.queries]
     indexes = PostgresWindowIndexes(database)
     exact = PostgresWindowEmbeddings(database, mode=HistorySearchMode.EXACT, indexes=indexes)
     indexed = PostgresWindowEmbeddings(
         database, mode=HistorySearchMode.APPROXIMATE, indexes=indexes
     )
-
-    by_scan = answers(exact, e5, data)
-    # The first approximate search asks for the org's index (it answered exactly).
-    indexed.nearest(ORG, model, e5.embed_query("x"), HistoryQuery("x", limit=1), 1)
+    # The first approximate search asks for the org's index (it answered exactly: every
+    # group fits in the service's own sample).
+    indexed.nearest(ORG, model, queries[0][1], HistoryQuery("x", limit=1), 1)
     built = indexes.build_next()
     assert built is not None and (built.org_id, built.dimensions) == (ORG, 384)
     assert indexes.ready_dimensions(ORG, model) == 384
-    text = data.queries[0].text
-    statement, params = indexed_statement(
-        ORG, model, e5.embed_query(text), HistoryQuery(text, limit=K), K, 384
-    )
-    with database.connection() as conn:
-        plan = "\n".join(
-            str(r["QUERY PLAN"])
-            for r in conn.execute(b"EXPLAIN " + statement.as_bytes(conn), params).fetchall()
-        )
-    for group in ScriptGroup:
-        assert f"Index Scan using {group_index_name(request_name(ORG, model), group)}" in plan
-    by_index = answers(indexed, e5, data)
+    # At the service's sample size no group is walked: the check below sees it.
+    assert all(set(w.values()) == {0} for w in walked(database, model, queries[:3]))
+
+    monkeypatch.setattr(embeddings, "DISTRIBUTION_SAMPLE", SAMPLE)
+    # The set's queries are not filtered; this keeps any future filtered one on the walk.
+    monkeypatch.setattr(embeddings, "EXACT_FILTERED_WINDOWS", 0)
+    by_scan = answers(exact, model, queries)
+    by_index = answers(indexed, model, queries)
+    for n, rows in enumerate(walked(database, model, queries)):
+        assert all(r > 0 for r in rows.values()), (data.queries[n].text, rows)
 
     assert ranked(by_index) == ranked(by_scan)
     scan_table, index_table = table(data, by_scan), table(data, by_index)
     assert figures(index_table) == figures(scan_table)
     # Issue 18's acceptance line (as tests/model/test_model_check.py holds `memory check`
     # to it): off-topic hits per query <= 1.5 and at least half of the no-answer queries
-    # answered with no semantic hit.
-    assert index_table.off_topic_per_query <= 1.5
-    assert index_table.empty_share >= 0.5
+    # answered with no semantic hit. It is held at the service's sample size (where this
+    # org's groups are their own samples); a 25-window sample estimates each distribution
+    # too coarsely for it (off-topic 1.72 per query, measured), on both paths alike.
+    with monkeypatch.context() as service:
+        service.setattr(embeddings, "DISTRIBUTION_SAMPLE", 500)
+        line = table(data, answers(indexed, model, queries))
+    assert line.off_topic_per_query <= 1.5
+    assert line.empty_share >= 0.5
+
+    # The comparison can fail: a walk cut short (a candidate list of one, no iterative
+    # scan) misses windows of some group's top 20 that only the walk can reach.
+    monkeypatch.setitem(embeddings.INDEX_PATH_SETTINGS, "hnsw.ef_search", "1")
+    monkeypatch.setitem(embeddings.INDEX_PATH_SETTINGS, "hnsw.iterative_scan", "off")
+    assert ranked(answers(indexed, model, queries)) != ranked(by_scan)

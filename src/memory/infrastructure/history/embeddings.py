@@ -315,10 +315,7 @@ class PostgresWindowEmbeddings:
         dims: int,
     ) -> list[WindowMatch]:
         statement, params = indexed_statement(org_id, model, vector, query, k, dims)
-        settings = INDEX_PATH_SETTINGS | {
-            "hnsw.ef_search": str(max(HISTORY_EF_SEARCH, params["candidates"])),
-            "hnsw.max_scan_tuples": str(HISTORY_MAX_SCAN_TUPLES),
-        }
+        settings = index_path_settings(params["candidates"])
         with self._db.connection() as conn:
             conn.execute(
                 sql.SQL("SELECT {}").format(
@@ -449,6 +446,16 @@ def exact_statement(
         chosen=sql.SQL(_CHOSEN),
     )
     return statement, params
+
+
+def index_path_settings(candidates: int) -> dict[str, str]:
+    """The index path's settings for a statement whose group scans take `candidates`
+    windows (its own function: tests explain the statement under them; INDEX_PATH_SETTINGS
+    come last, so a test can override the walk's bounds)."""
+    return {
+        "hnsw.ef_search": str(max(HISTORY_EF_SEARCH, candidates)),
+        "hnsw.max_scan_tuples": str(HISTORY_MAX_SCAN_TUPLES),
+    } | INDEX_PATH_SETTINGS
 
 
 def indexed_statement(
