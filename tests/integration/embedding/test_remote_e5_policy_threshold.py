@@ -60,6 +60,7 @@ async def test_a_served_e5_gets_e5s_default_threshold_and_no_unrelated_policy(
         generic = await client.post(
             "/v1/policies/search", json={"query": QUERY, "similarity_threshold": 0.75}
         )
+        assert generic.status_code == 200, generic.text
         assert {"cafeteria", "parking", "travel"} & {
             r["policy_id"] for r in generic.json()["results"]
         }
