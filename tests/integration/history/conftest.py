@@ -3,11 +3,15 @@ model fakes (tests/fakes.py), and the history runtime on them."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
 import pytest
+from psycopg import sql
 from tests.conftest import migrated_database
 from tests.fakes import TEST_ACTOR, FakeClock, FakeModel
 
@@ -15,6 +19,7 @@ from memory.application.embedding import EmbeddingModel
 from memory.application.history.sweep import Sweeper
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
+from memory.domain.history.partition import Partition
 from memory.entrypoints.history_runtime import HistoryRuntime
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.settings import Settings
@@ -51,10 +56,71 @@ def make_runtime(
         runtime.close()
 
 
+# The event log's methods that read a partition's messages.
+PARTITION_READS = ("read_main", "read_main_many", "read_late", "count_unconsumed", "out_of_range")
+
+
+class CountingLog:
+    """An event log that records each read of a partition's messages (`reads`: the method
+    and the partition) before passing it on."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.reads: list[tuple[str, Partition]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._inner, name)
+        if name not in PARTITION_READS:
+            return found
+
+        def counted(partition: Partition, *args: Any, **kwargs: Any) -> Any:
+            self.reads.append((name, partition))
+            return found(partition, *args, **kwargs)
+
+        def counted_together(marks: Any, *args: Any, **kwargs: Any) -> Any:
+            self.reads += [(name, partition) for partition, _ in marks]
+            return found(marks, *args, **kwargs)
+
+        return counted_together if name == "read_main_many" else counted
+
+
+@contextmanager
+def counted_statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every statement any thread sends through psycopg meanwhile (search runs its
+    full-text half in a worker thread)."""
+    seen: list[str] = []
+    lock = threading.Lock()
+    execute, executemany = psycopg.Cursor.execute, psycopg.Cursor.executemany
+
+    def text_of(cursor: Any, query: Any) -> str:
+        return query.as_string(cursor) if isinstance(query, sql.Composable) else str(query)
+
+    def record(text: str) -> None:
+        # A new pooled connection's setup (pgvector's type lookup) is not the caller's.
+        if text.strip() and "typname" not in text:
+            with lock:
+                seen.append(text)
+
+    def counting(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        record(text_of(self, query))
+        return execute(self, query, *args, **kwargs)
+
+    def counting_many(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        record(text_of(self, query))
+        return executemany(self, query, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(psycopg.Cursor, "execute", counting)
+        patched.setattr(psycopg.Cursor, "executemany", counting_many)
+        yield seen
+
+
 class Kit:
     """Helpers the tests share (a fixture, since test modules cannot import conftest)."""
 
     T0 = T0
+    CountingLog = CountingLog
+    counted_statements = staticmethod(counted_statements)
 
     def __init__(self, database: Database, clock: FakeClock) -> None:
         self.database = database

@@ -3,44 +3,14 @@ search issues do not grow with the org's partitions."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
-import psycopg
-import pytest
-from psycopg import sql
-
 from memory.domain.history.search import HistoryQuery, SemanticState
 from memory.entrypoints.history_runtime import HistoryRuntime
 
 
-@contextmanager
-def counted_statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Every statement any thread sends through psycopg meanwhile (search runs its
-    full-text half in a worker thread)."""
-    seen: list[str] = []
-    lock = threading.Lock()
-    execute = psycopg.Cursor.execute
-
-    def counting(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        text = query.as_string(self) if isinstance(query, sql.Composable) else str(query)
-        # A new pooled connection's setup (pgvector's type lookup) is not the search's.
-        if text.strip() and "typname" not in text:
-            with lock:
-                seen.append(text)
-        return execute(self, query, *args, **kwargs)
-
-    with monkeypatch.context() as patched:
-        patched.setattr(psycopg.Cursor, "execute", counting)
-        yield seen
-
-
-def statements_of_a_search(runtime: HistoryRuntime, org: str, monkeypatch) -> int:
+def statements_of_a_search(kit, runtime: HistoryRuntime, org: str, monkeypatch) -> int:
     query = HistoryQuery("a question about the order", limit=10)
     runtime.service.search(org, query)  # warm: first-use work is not the search's
-    with counted_statements(monkeypatch) as seen:
+    with kit.counted_statements(monkeypatch) as seen:
         result = runtime.service.search(org, query)
     assert result.semantic is SemanticState.ON and result.hits
     return len(seen)
@@ -66,8 +36,8 @@ def test_a_search_issues_as_many_statements_with_200_partitions_as_with_one(
     runtime.service.ingest("large", [kit.message("late-1", 1000, "a question about the order")])
     runtime.service.ingest("small", [kit.message("late-1", 1000, "a question about the order")])
 
-    small = statements_of_a_search(runtime, "small", monkeypatch)
-    large = statements_of_a_search(runtime, "large", monkeypatch)
+    small = statements_of_a_search(kit, runtime, "small", monkeypatch)
+    large = statements_of_a_search(kit, runtime, "large", monkeypatch)
     # Before docs/adr/0089: 3 more per partition (watermark, read, count): 605 against 8.
     assert large == small
     # The search's state (org, flags, pending windows: one statement, docs/adr/0117), the

@@ -12,36 +12,7 @@ from tests.fakes import TEST_ACTOR, FakeModel
 from memory.application.history.ports import DueQuery, VisitOutcome
 from memory.application.history.sweep import SWEPT_ORG_FLAGS
 from memory.domain.history.chat_event import ChatEvent
-from memory.domain.history.partition import Partition
 from memory.entrypoints.history_runtime import HistoryRuntime
-
-READS = ("read_main", "read_main_many", "read_late", "count_unconsumed", "out_of_range")
-
-
-class CountingLog:
-    """The runtime's event log, counting the reads of a partition's messages."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.reads: list[tuple[str, Partition]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        found = getattr(self._inner, name)
-        if name not in READS:
-            return found
-
-        def counted(partition: Partition, *args: Any, **kwargs: Any) -> Any:
-            self.reads.append((name, partition))
-            return found(partition, *args, **kwargs)
-
-        def counted_together(marks: Any, *args: Any, **kwargs: Any) -> Any:
-            self.reads += [(name, partition) for partition, _ in marks]
-            return found(marks, *args, **kwargs)
-
-        if name == "read_main_many":
-            return counted_together
-
-        return counted
 
 
 def channels(kit, org: str, count: int, minutes: float = 0, prefix: str = "") -> list[ChatEvent]:
@@ -58,7 +29,7 @@ def test_a_pass_with_nothing_new_reads_no_partitions_messages(make_runtime, kit,
     kit.enable_semantic(runtime)
     runtime.service.ingest("acme", channels(kit, "acme", 20))
     runtime.service.ingest("globex", channels(kit, "globex", 5))
-    log = CountingLog(runtime.events)
+    log = kit.CountingLog(runtime.events)
     sweeper = kit.sweeper(runtime, events=log)
     assert sweeper.run_pass().windows_embedded == 25
 
@@ -81,7 +52,7 @@ def test_an_open_tail_is_embedded_when_its_gap_elapses_without_a_new_message(
     kit.enable_semantic(runtime)
     minute = (clock() - kit.T0).total_seconds() / 60 - 5
     runtime.service.ingest("acme", [kit.message("t1", minute, "is the invoice ready yet?")])
-    log = CountingLog(runtime.events)
+    log = kit.CountingLog(runtime.events)
     sweeper = kit.sweeper(runtime, events=log)
     first = sweeper.run_pass()
     assert (first.windows_embedded, first.windows_open) == (0, 1)
@@ -204,7 +175,7 @@ def test_many_orgs_an_idle_pass_reads_nothing_and_every_org_gets_a_turn(
     orgs = [f"org{o:02d}" for o in range(20)]
     for org in orgs:
         runtime.service.ingest(org, channels(kit, org, 10))
-    log = CountingLog(runtime.events)
+    log = kit.CountingLog(runtime.events)
     sweeper = kit.sweeper(runtime, events=log, slice_partitions=8, visit_windows=4, batch_windows=4)
     assert sweeper.run_pass().windows_embedded == 200
     log.reads.clear()
