@@ -268,8 +268,8 @@ def test_a_new_orgs_partition_is_read_alone_through_its_partitions_indexes(
     # A partition that goes on alone (a read cut at its limit, late messages) is read by
     # `read_main` and `read_late`. Planned for a new org's value with statistics that know
     # only another org (estimated at one row), read_main's horizon and first and last
-    # instants scanned the new org's every row through (org_id, occurred_at): 87-101 ms per
-    # read of a partition of 3,000 among 30,000 instead of 3-6 ms. Planned for any org,
+    # instants scanned the new org's every row through (org_id, occurred_at): 77-98 ms per
+    # read of a partition of 3,000 among 30,000 instead of 4-6 ms. Planned for any org,
     # they read one entry at an end of the partition's own indexes.
     runtime: HistoryRuntime = make_runtime()
     for org in ("known", "newco"):

@@ -343,7 +343,7 @@ class PostgresChatEventLog:
         with self._db.connection() as conn:
             # Planned for a new org's value before it is analysed (one row estimated), the
             # horizon and the first and last instants scanned the org's every row through
-            # (org_id, occurred_at): 87-101 ms per read of one partition among 30,000 rows,
+            # (org_id, occurred_at): 77-98 ms per read of one partition among 30,000 rows,
             # 3-6 ms planned for any org, on the partition's own indexes (docs/adr/0136).
             plan_for_any_org(conn)
             rows = conn.execute(statement, params).fetchall()
