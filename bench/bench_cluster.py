@@ -1,11 +1,13 @@
-"""The private PostgreSQL cluster a benchmark runs in: a temporary home, not durable (no
-fsync: the benchmarks measure the service, not the disk), removed afterwards."""
+"""What the benchmarks share: the private PostgreSQL cluster a benchmark runs in (a
+temporary home, not durable: no fsync, the benchmarks measure the service, not the disk;
+removed afterwards), and the timing of repeated calls."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,3 +26,15 @@ def cluster(name: str) -> Iterator[str]:
     finally:
         pg.stop()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def timed_ms(fn: Callable[[], object], repeats: int) -> list[float]:
+    """`fn`'s time in milliseconds, `repeats` times, after one call that is not timed (a
+    first call's connections, plans and caches are not what is measured)."""
+    fn()
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples

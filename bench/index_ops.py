@@ -27,10 +27,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from bench_cluster import cluster
+from bench_cluster import cluster, timed_ms
 from large_orgs import (
     HISTORY_DIMS,
     HISTORY_MODEL,
@@ -59,16 +58,6 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def timed(fn: Callable[[], object], repeats: int = REPEATS) -> list[float]:
-    fn()
-    samples = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - started) * 1000)
-    return samples
-
-
 def ms(samples: list[float]) -> str:
     return f"p50 {statistics.median(samples):.2f} ms, p95 {pct(samples, 0.95):.2f} ms"
 
@@ -76,7 +65,7 @@ def ms(samples: list[float]) -> str:
 def watch_build(runtime: HistoryRuntime, org: str) -> tuple[list[Row], float]:
     """Builds the org's index in a thread while reading its status every READ_EVERY_SECONDS;
     the phases seen (first and last progress of each) and the read's cost meanwhile."""
-    idle = timed(lambda: runtime.service.search_indexes(org))
+    idle = timed_ms(lambda: runtime.service.search_indexes(org), REPEATS)
     runtime.window_indexes.request(org, HISTORY_MODEL, 0)
     result: list[object] = []
     builder = threading.Thread(target=lambda: result.append(runtime.window_indexes.build_next()))
@@ -163,7 +152,7 @@ def purge_cost(
 
 
 def summary_cost(database: Database, runtime: HistoryRuntime, org: str, rows: int) -> list[Row]:
-    own = timed(lambda: runtime.service.search_indexes(org))
+    own = timed_ms(lambda: runtime.service.search_indexes(org), REPEATS)
     with database.connection() as conn:
         conn.execute(
             "INSERT INTO dw_window_indexes (org_id, model, index_name, state, windows_seen,"
@@ -174,7 +163,7 @@ def summary_cost(database: Database, runtime: HistoryRuntime, org: str, rows: in
             (HISTORY_MODEL, rows),
         )
         conn.execute("ANALYZE dw_window_indexes")
-    summary = timed(runtime.service.search_index_summary)
+    summary = timed_ms(runtime.service.search_index_summary, REPEATS)
     read = runtime.service.search_index_summary()
     return [
         Row("one org's indexes (GET /v1/orgs/{org}/search-indexes) (baseline)", ms(own), "1.00"),
