@@ -20,7 +20,9 @@ from memory.application.history.sweep import Sweeper
 from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG
 from memory.domain.history.partition import Partition
+from memory.domain.relevance import ScriptGroup
 from memory.entrypoints.history_runtime import HistoryRuntime
+from memory.infrastructure.history.search_indexes import group_index_name, index_name
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.settings import Settings
 
@@ -156,6 +158,37 @@ class Kit:
     @staticmethod
     def enable_semantic(runtime: HistoryRuntime) -> None:
         runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=TEST_ACTOR)
+
+    def swept(
+        self,
+        runtime: HistoryRuntime,
+        org: str,
+        events: list[ChatEvent],
+        *,
+        closing: timedelta | None = None,
+    ) -> None:
+        """The search tests' seed: semantic search on, `events` ingested into `org` and
+        swept (after `closing` on the clock, for windows that need it to close)."""
+        self.enable_semantic(runtime)
+        runtime.service.ingest(org, events)
+        if closing is not None:
+            self.clock.advance(seconds=closing.total_seconds())
+        runtime.service.sweep(trigger="t")
+
+    def window_index_names(self) -> set[str]:
+        """The orgs' search indexes that exist on the windows' table (docs/adr/0134)."""
+        with self.database.connection() as conn:
+            rows = conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'dw_message_embeddings'"
+                " AND indexname LIKE 'dw_window_hnsw_%'"
+            ).fetchall()
+        return {str(r["indexname"]) for r in rows}
+
+    @staticmethod
+    def group_indexes(org: str, model: str = "hash:1024") -> set[str]:
+        """The names of an org's search index for `model`, one per script group."""
+        name = index_name(org, model)
+        return {group_index_name(name, g) for g in ScriptGroup}
 
     @staticmethod
     def sweeper(runtime: HistoryRuntime, **tuning: Any) -> Sweeper:

@@ -45,7 +45,6 @@ def small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def seed(runtime: HistoryRuntime, kit: Any, org: str = "acme") -> None:
-    kit.enable_semantic(runtime)
     events = [
         kit.message(
             f"{cohort}{n}",
@@ -57,9 +56,7 @@ def seed(runtime: HistoryRuntime, kit: Any, org: str = "acme") -> None:
         for cohort, (hours, count) in COHORTS.items()
         for n in range(count)
     ]
-    runtime.service.ingest(org, events)
-    kit.clock.advance(hours=1)  # every window closed
-    runtime.service.sweep(trigger="t")
+    kit.swept(runtime, org, events, closing=timedelta(hours=1))  # every window closed
 
 
 def semantic(runtime: HistoryRuntime, org: str = "acme") -> list[str]:
@@ -76,19 +73,6 @@ def indexed(runtime: HistoryRuntime, org: str = "acme") -> None:
 
 def states(runtime: HistoryRuntime, org: str = "acme") -> list[tuple[str, SearchIndexState]]:
     return [(i.model, i.state) for i in runtime.service.search_indexes(org).indexes]
-
-
-def index_names(kit: Any) -> set[str]:
-    with kit.database.connection() as conn:
-        rows = conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE tablename = 'dw_message_embeddings'"
-            " AND indexname LIKE 'dw_window_hnsw_%'"
-        ).fetchall()
-    return {str(r["indexname"]) for r in rows}
-
-
-def group_indexes(org: str, model: str = "hash:1024") -> set[str]:
-    return {group_index_name(index_name(org, model), g) for g in ScriptGroup}
 
 
 def purge_before(runtime: HistoryRuntime, kit: Any, hours: float) -> None:
@@ -119,7 +103,7 @@ def test_a_purge_keeps_the_index_above_half_the_threshold_and_drops_it_below(
 
     purge_before(runtime, kit, hours=15)  # the middle cohort goes: 25 windows left
     assert states(runtime) == [("hash:1024", SearchIndexState.DROPPING)]
-    assert index_names(kit) == group_indexes("acme") | group_indexes("globex"), (
+    assert kit.window_index_names() == kit.group_indexes("acme") | kit.group_indexes("globex"), (
         "the builder drops it, not the purge's transaction"
     )
     hits = semantic(runtime)
@@ -127,7 +111,7 @@ def test_a_purge_keeps_the_index_above_half_the_threshold_and_drops_it_below(
 
     assert runtime.window_indexes.build_next() is None, "nothing to build"
     assert states(runtime) == []
-    assert index_names(kit) == group_indexes("globex"), "another org's index stays"
+    assert kit.window_index_names() == kit.group_indexes("globex"), "another org's index stays"
     assert semantic(runtime) == hits, "the exact scan answers as the index did"
     assert states(runtime) == [], "25 windows do not ask for an index again"
 
@@ -147,7 +131,7 @@ def test_erasing_most_senders_drops_the_index(make_runtime, kit) -> None:
     runtime.service.erase_events("acme", sender="old", actor=TEST_ACTOR)
     assert states(runtime) == [("hash:1024", SearchIndexState.DROPPING)], "25 windows left"
     runtime.window_indexes.build_next()
-    assert states(runtime) == [] and index_names(kit) == set()
+    assert states(runtime) == [] and kit.window_index_names() == set()
     assert not {h for h in semantic(runtime) if not h.startswith("recent")}
 
 
@@ -264,7 +248,7 @@ def test_a_model_swaps_rebuild_shows_its_progress_and_the_old_index_is_not_used(
 
     new.service.drop_model("old:model", actor=TEST_ACTOR)
     assert states(new) == [("hash:1024", SearchIndexState.READY)]
-    assert index_names(kit) == group_indexes("acme")
+    assert kit.window_index_names() == kit.group_indexes("acme")
 
 
 def gauge(state: str) -> float | None:

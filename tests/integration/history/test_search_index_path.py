@@ -40,10 +40,9 @@ HAN = ["今天中午大家一起去吃面", "周末的羽毛球比赛改到星�
 QUERY = "forklift broke delivery late please"
 
 
-def seed(runtime: HistoryRuntime, kit: Any, org: str = "acme", *, han: int = 0) -> None:
-    """One window per channel: topics, chatter, and `han` windows of Han chatter (the other
+def seed(runtime: HistoryRuntime, kit: Any, org: str = "acme") -> None:
+    """One window per channel: topics, chatter, and 25 windows of Han chatter (the other
     script group; the hash model gives them all one similarity, so they tie)."""
-    kit.enable_semantic(runtime)
     events = [kit.message(f"t{n}", 0, t, channel=f"T{n}") for n, t in enumerate(TOPICS)]
     events += [
         kit.message(f"c{n}", 0, f"{CHATTER[n % len(CHATTER)]} {n}", channel=f"C{n}")
@@ -52,8 +51,7 @@ def seed(runtime: HistoryRuntime, kit: Any, org: str = "acme", *, han: int = 0) 
     events += [
         kit.message(f"h{n}", 0, f"{HAN[n % len(HAN)]}{n}", channel=f"H{n}") for n in range(25)
     ]
-    runtime.service.ingest(org, events)
-    runtime.service.sweep(trigger="t")
+    kit.swept(runtime, org, events)
 
 
 def semantic(runtime: HistoryRuntime, org: str = "acme", text: str = QUERY) -> list[Any]:
@@ -70,20 +68,6 @@ def requests(kit: Any) -> list[dict[str, Any]]:
         return conn.execute(
             "SELECT org_id, model, state, index_name FROM dw_window_indexes ORDER BY org_id, model"
         ).fetchall()
-
-
-def indexes_present(kit: Any) -> set[str]:
-    with kit.database.connection() as conn:
-        rows = conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE tablename = 'dw_message_embeddings'"
-            " AND indexname LIKE 'dw_window_hnsw_%'"
-        ).fetchall()
-    return {str(r["indexname"]) for r in rows}
-
-
-def both_groups(org: str, model: str) -> set[str]:
-    name = index_name(org, model)
-    return {group_index_name(name, g) for g in ScriptGroup}
 
 
 def test_a_searched_org_gets_its_index_and_then_answers_through_it_as_the_exact_scan(
@@ -105,7 +89,7 @@ def test_a_searched_org_gets_its_index_and_then_answers_through_it_as_the_exact_
     assert built is not None and built.dimensions == 1024
     assert [r["state"] for r in requests(kit)] == ["ready"]
     assert indexed.window_indexes.progress() == []
-    assert indexes_present(kit) == both_groups("acme", "hash:1024")
+    assert kit.window_index_names() == kit.group_indexes("acme")
 
     assert semantic(indexed) == expected
     assert semantic(exact) == expected, "the exact mode ignores a ready index"
@@ -116,7 +100,7 @@ def test_each_script_group_is_searched_on_its_own_index_with_its_own_distributio
 ) -> None:
     exact: HistoryRuntime = make_runtime(history_search_mode="exact")
     runtime: HistoryRuntime = make_runtime(history_search_mode="approximate")
-    seed(runtime, kit, han=25)
+    seed(runtime, kit)
     expected = {hit[0]: hit[1:] for hit in semantic(exact)}
     semantic(runtime)
     assert runtime.window_indexes.build_next() is not None
@@ -138,7 +122,7 @@ def test_each_script_group_is_searched_on_its_own_index_with_its_own_distributio
             str(r["QUERY PLAN"])
             for r in conn.execute(b"EXPLAIN " + statement.as_bytes(conn), params).fetchall()
         )
-    for name in both_groups("acme", "hash:1024"):
+    for name in kit.group_indexes("acme"):
         assert f"Index Scan using {name}" in plan
 
 
@@ -184,7 +168,7 @@ def test_erasing_the_org_drops_its_indexes(make_runtime, kit) -> None:
     assert runtime.window_indexes.build_next() is not None
     runtime.service.erase_org("acme", actor=TEST_ACTOR)
     assert [r["org_id"] for r in requests(kit)] == ["globex"]
-    assert indexes_present(kit) == both_groups("globex", "hash:1024")
+    assert kit.window_index_names() == kit.group_indexes("globex")
 
 
 def test_a_new_model_searches_exactly_until_its_own_index_is_built_and_dropping_the_old_drops_its(
@@ -212,7 +196,7 @@ def test_a_new_model_searches_exactly_until_its_own_index_is_built_and_dropping_
 
     new.service.drop_model("old:model", actor=TEST_ACTOR)
     assert [(r["model"], r["state"]) for r in requests(kit)] == [("hash:1024", "ready")]
-    assert indexes_present(kit) == both_groups("acme", "hash:1024")
+    assert kit.window_index_names() == kit.group_indexes("acme")
     assert semantic(new) == expected
 
 
@@ -232,7 +216,7 @@ def test_the_builder_worker_builds_what_searches_asked_for(make_runtime, kit) ->
             tg.cancel_scope.cancel()
 
     anyio.run(main)
-    assert indexes_present(kit) == both_groups("acme", "hash:1024")
+    assert kit.window_index_names() == kit.group_indexes("acme")
 
 
 def test_a_build_left_half_way_by_a_dead_builder_is_built_again(make_runtime, kit) -> None:

@@ -36,7 +36,6 @@ HAN_CHATTER = ["今天中午大家一起去吃面", "周末的羽毛球比赛改
 
 def seeded(make_runtime, kit) -> HistoryRuntime:
     runtime: HistoryRuntime = make_runtime()
-    kit.enable_semantic(runtime)
     events = [
         kit.message(
             "fork", 0, "the forklift in the warehouse broke so delivery is late today", channel="F"
@@ -49,8 +48,7 @@ def seeded(make_runtime, kit) -> HistoryRuntime:
     for n in range(MIN_DISTRIBUTION):
         text = HAN_CHATTER[n % len(HAN_CHATTER)]
         events.append(kit.message(f"h{n}", 0, text, channel=f"H{n}"))
-    runtime.service.ingest("acme", events)
-    runtime.service.sweep(trigger="t")
+    kit.swept(runtime, "acme", events)
     return runtime
 
 
@@ -113,15 +111,14 @@ def test_too_few_windows_to_calibrate_keep_their_hits_unless_a_floor_is_asked(
     make_runtime, kit
 ) -> None:
     runtime: HistoryRuntime = make_runtime()
-    kit.enable_semantic(runtime)
-    runtime.service.ingest(
+    kit.swept(
+        runtime,
         "acme",
         [
             kit.message("a", 0, "the forklift in the warehouse broke down today", channel="A"),
             kit.message("b", 0, "lunch at the noodle place near the office", channel="B"),
         ],
     )
-    runtime.service.sweep(trigger="t")
     default = runtime.service.search("acme", HistoryQuery("forklift broke please"))
     assert {h.event_id for h in semantic(default)} == {"a", "b"}
     assert all(h.relevance is None for h in semantic(default))
@@ -133,16 +130,14 @@ def test_the_sweep_stores_each_window_in_its_relevance_group(make_runtime, kit) 
     """Han, Malay and other windows (ADR 0120): the sweep writes the domain's group, and the
     table accepts every group the domain gives."""
     runtime: HistoryRuntime = make_runtime()
-    kit.enable_semantic(runtime)
     texts = {
         "ms": "wifi pejabat tak boleh disambung sejak pagi tadi, saya tak dapat kerja",
         "en": "the office wifi has been down since this morning and I cannot work",
         "zh": "办公室的无线网络从早上开始就断了，我没法工作",  # noqa: RUF001
     }
-    runtime.service.ingest(
-        "acme", [kit.message(lang, 0, text, channel=lang) for lang, text in texts.items()]
+    kit.swept(
+        runtime, "acme", [kit.message(lang, 0, text, channel=lang) for lang, text in texts.items()]
     )
-    runtime.service.sweep(trigger="t")
     with kit.database.connection() as conn:
         rows = conn.execute(
             "SELECT external_channel_id AS lang, content, script_group"

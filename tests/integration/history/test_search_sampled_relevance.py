@@ -52,7 +52,6 @@ class Stored:
 
 def seed(runtime: HistoryRuntime, kit: Any, org: str = "acme", *, filler: int = 0) -> None:
     """CHANNELS' windows, and `filler` channels of one chatter window each."""
-    kit.enable_semantic(runtime)
     events = [
         kit.message(f"z{n}", 0, f"{CHATTER[n % 5]} z{n}", channel=f"Z{n}") for n in range(filler)
     ]
@@ -60,8 +59,7 @@ def seed(runtime: HistoryRuntime, kit: Any, org: str = "acme", *, filler: int = 
         for n in range(windows):
             text = f"{TEXTS[channel][n % len(TEXTS[channel])]} {n}"
             events.append(kit.message(f"{channel}{n}", 40 * n, text, channel=channel))
-    runtime.service.ingest(org, events)
-    runtime.service.sweep(trigger="t")
+    kit.swept(runtime, org, events)
 
 
 def stored(kit: Any, org: str = "acme") -> list[Stored]:
