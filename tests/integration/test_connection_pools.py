@@ -1,7 +1,7 @@
 """How many connection pools one process opens with both contexts built and the policy
-projector running: the service's own, and one library pool per event-sourced application
-(policy's log, shared by the commands, the projector's subscription and its view; the
-history sweep's watermarks). See docs/architecture.md, "Connections"."""
+projector running: the service's own, and the library pool of policy's log (shared by the
+commands, the projector's subscription and its view); the history sweep's watermarks are on
+the service's pool since docs/adr/0148. See docs/architecture.md, "Connections"."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from memory.entrypoints.policy_runtime import PolicyRuntime
 from memory.infrastructure.policy.projector import PolicyProjector
 from memory.infrastructure.settings import Settings
 
-EXPECTED_POOLS = {"service": 1, "library": 2}
+EXPECTED_POOLS = {"service": 1, "library": 1}
 
 
 def open_pools(database_url: str) -> dict[str, int]:

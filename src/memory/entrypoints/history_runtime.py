@@ -154,6 +154,7 @@ class HistoryRuntime:
                 schedule=self.schedule,
                 search_state=PostgresSearchState(database),
                 indexes=self.window_indexes,
+                transactions=database,
             ),
             model,
             clock=clock,

@@ -203,6 +203,7 @@ class Kit:
             "model": runtime.model,
             "clock": runtime.clock,
             "schedule": runtime.schedule,
+            "transactions": runtime.database,
         }
         return Sweeper(**(ports | tuning))
 

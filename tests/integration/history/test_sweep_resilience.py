@@ -95,8 +95,32 @@ class CrashOnce:
         self.inner.store_many(watermarks)
 
 
-def crashing_sweeper(runtime: HistoryRuntime, kit) -> Sweeper:
-    return kit.sweeper(runtime, watermarks=CrashOnce(runtime.watermarks), batch_windows=2)
+def crashing_sweeper(runtime: HistoryRuntime, kit, *, atomic: bool = False) -> Sweeper:
+    """`atomic`: as the service builds it, a batch's rows and watermarks one transaction
+    (docs/adr/0148); otherwise each store commits its own (stores without transactions)."""
+    return kit.sweeper(
+        runtime,
+        watermarks=CrashOnce(runtime.watermarks),
+        batch_windows=2,
+        transactions=runtime.database if atomic else None,
+    )
+
+
+def test_a_crash_before_the_watermark_is_saved_leaves_no_row_of_the_batch(
+    make_runtime, kit
+) -> None:
+    runtime: HistoryRuntime = make_runtime()
+    kit.enable_semantic(runtime)
+    runtime.service.ingest("acme", sessions(kit))
+    with pytest.raises(SimulatedCrash):
+        crashing_sweeper(runtime, kit, atomic=True).run_pass()
+    # The batch's rows and its watermark's advance are one transaction: neither committed.
+    assert kit.rows() == []
+    assert runtime.watermarks.find(P, "hash:1024") is None
+    report = runtime.service.sweep(trigger="test")
+    assert report.windows_embedded == 5
+    assert len(kit.rows()) == 5
+    assert len(kit.covered()) == len(set(kit.covered())) == 15
 
 
 def test_a_crash_between_embedding_and_advancing_is_overwritten_on_rerun(make_runtime, kit) -> None:
@@ -106,7 +130,7 @@ def test_a_crash_between_embedding_and_advancing_is_overwritten_on_rerun(make_ru
     with pytest.raises(SimulatedCrash):
         crashing_sweeper(runtime, kit).run_pass()
     written = kit.rows()
-    assert len(written) == 2  # the first batch reached the table
+    assert len(written) == 2  # the first batch reached the table (its own transaction)
     assert runtime.watermarks.find(P, "hash:1024") is None  # ... but not the watermark
     report = runtime.service.sweep(trigger="test")
     assert report.windows_embedded == 5  # the first two again, overwritten in place
@@ -161,9 +185,7 @@ def test_a_new_model_rebuilds_from_empty_and_never_mixes_with_the_old(
     assert old.service.sweep(trigger="t").windows_embedded == 5  # switching back rebuilds
 
 
-def test_watermarks_live_in_their_own_event_store_tables_without_chat_text(
-    make_runtime, kit
-) -> None:
+def test_watermarks_live_in_a_table_of_their_own_without_chat_text(make_runtime, kit) -> None:
     runtime: HistoryRuntime = make_runtime()
     kit.enable_semantic(runtime)
     runtime.service.ingest(
@@ -171,14 +193,16 @@ def test_watermarks_live_in_their_own_event_store_tables_without_chat_text(
     )
     runtime.model.reject_marker = "POISON"  # type: ignore[attr-defined]
     runtime.service.sweep(trigger="t")
-    assert kit.scalar("SELECT to_regclass('historysweep_events') IS NOT NULL")
+    assert kit.scalar("SELECT to_regclass('historysweep_events') IS NULL")
     with runtime.database.connection() as conn:
-        states = [bytes(r["state"]) for r in conn.execute("SELECT state FROM historysweep_events")]
-    assert len(states) >= 3  # started, advanced, poison window skipped
-    blob = b"\n".join(states)
+        rows = conn.execute("SELECT version, state FROM dw_sweep_watermarks").fetchall()
+    (row,) = rows  # one partition, one model: one row, whatever its history
+    assert row["version"] >= 3  # started, advanced, poison window skipped
+    blob = bytes(row["state"])
+    assert b"window_id" in blob  # the poison window is part of the state
     for text in ("reset my password", "POISON", "pill"):
         assert text.encode() not in blob
-    assert b'"position_event_id":"x"' in blob  # positions are event ids
+    assert b'"_position_event_id":"x"' in blob  # positions are event ids
 
 
 def test_sweep_status_reports_watermark_lag_stalls_and_poison(make_runtime, kit, clock) -> None:

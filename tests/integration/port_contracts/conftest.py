@@ -212,8 +212,8 @@ def history(database: Database | None) -> HistoryAdapters:
 
 @pytest.fixture
 def watermarks(database: Database | None) -> Iterator[WatermarkRepository]:
-    """The library's in-memory persistence (what `InMemoryHistory` uses) or its PostgreSQL
-    one with the slice loads of docs/adr/0091."""
+    """The in-memory records (what `InMemoryHistory` uses) or the PostgreSQL table of
+    docs/adr/0148."""
     store = SweepWatermarks() if database is None else open_sweep_watermarks(database)
     try:
         yield store

@@ -1,6 +1,6 @@
 """`WatermarkRepository`: the sweep's watermarks as saved and loaded, one by one and a slice
-at a time, against the library's in-memory persistence (what the unit tests' `InMemoryHistory`
-uses) and `PostgresSweepWatermarks` (docs/adr/0125, 0091)."""
+at a time, against the in-memory `SweepWatermarks` (what the unit tests' `InMemoryHistory`
+uses) and `PostgresSweepWatermarks` (docs/adr/0125, 0091, 0148)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from eventsourcing.persistence import IntegrityError
 
 from memory.application.history.ports import WatermarkRepository
-from memory.application.history.watermarks import WATERMARK_SNAPSHOT_INTERVAL
 from memory.domain.history.partition import Partition
 from memory.domain.history.position import SweepPosition
 from memory.domain.history.sweep_plan import WatermarkMark
@@ -75,11 +74,11 @@ def test_a_watermark_is_new_until_stored_and_is_read_back_as_it_was_saved(
     assert closed.closed and closed.mark == WatermarkMark(None, 0)
 
 
-def test_a_slice_is_stored_together_and_loaded_together_across_snapshots(
+def test_a_slice_is_stored_together_and_loaded_together_however_long_its_history(
     watermarks: WatermarkRepository,
 ) -> None:
     long = watermarks.get(C1, MODEL)
-    for n in range(1, 2 * WATERMARK_SNAPSHOT_INTERVAL + 5):  # two snapshots, events after
+    for n in range(1, 105):  # a long history: more than the old store's snapshot interval
         long.advance(at(n), embedded=[], skipped=1)
         watermarks.store(long)
     short, other_model = watermarks.get(C2, MODEL), watermarks.get(C2, "other:model")

@@ -187,8 +187,16 @@ class WatermarkRepository(Protocol):
     def store(self, watermark: SweepWatermark) -> None: ...
 
     def store_many(self, watermarks: Sequence[SweepWatermark]) -> None:
-        """`store` for several watermarks, atomically: one save of all their pending events
-        (a slice's batch, docs/adr/0115)."""
+        """`store` for several watermarks, atomically (a slice's batch, docs/adr/0115): each
+        that changed replaces its record, all or none; `IntegrityError` (the library's)
+        when one was saved meanwhile from another copy (docs/adr/0148)."""
+        ...
+
+
+class Transactions(Protocol):
+    def transaction(self) -> AbstractContextManager[object]:
+        """The stores' writes in the block commit together or not at all (a sweep batch's
+        windows and its watermarks' advance, docs/adr/0148)."""
         ...
 
 

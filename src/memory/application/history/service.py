@@ -40,6 +40,7 @@ from memory.application.history.ports import (
     SweepBacklog,
     SweepSchedule,
     SweepTotals,
+    Transactions,
     WatermarkRepository,
     WindowEmbeddings,
 )
@@ -118,6 +119,9 @@ class HistoryPorts:
     # The large orgs' search indexes (docs/adr/0134); None: the stores have none (every
     # search is an exact scan).
     indexes: SearchIndexes | None = None
+    # What makes a sweep batch's windows and watermarks one transaction (docs/adr/0148);
+    # None: each store commits its own (stores without transactions).
+    transactions: Transactions | None = None
 
 
 class HistoryService:
@@ -182,6 +186,7 @@ class HistoryService:
             clock=clock,
             directory=ports.directory,
             schedule=ports.schedule,
+            transactions=ports.transactions,
         )
         self._status = SweepStatus(
             events=ports.events,

@@ -34,6 +34,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -60,6 +61,7 @@ from memory.application.history.ports import (
     PartitionVisit,
     SweepBacklog,
     SweepSchedule,
+    Transactions,
     VisitOutcome,
     WatermarkRepository,
     WindowEmbeddings,
@@ -310,9 +312,12 @@ class Sweeper:
         visit_windows: int = VISIT_WINDOWS,
         slice_windows: int = SLICE_WINDOWS,
         slice_read_messages: int = SLICE_READ_MESSAGES,
+        transactions: Transactions | None = None,
     ) -> None:
         """`directory`: where each partition visit leaves its state for the org directory
-        (None: nowhere; tests of the sweep alone). `schedule`: which partitions have work."""
+        (None: nowhere; tests of the sweep alone). `schedule`: which partitions have work.
+        `transactions`: what makes a batch's upsert and watermark save one transaction
+        (None: each store commits its own, stores without transactions)."""
         if read_limit < WINDOW_MESSAGE_CAP:
             # A cut read must hold at least one full window, or a pass could not progress.
             raise ValueError(f"read_limit must be at least {WINDOW_MESSAGE_CAP}")
@@ -324,6 +329,7 @@ class Sweeper:
             raise ValueError("batch_tokens must be positive")
         if slice_partitions < 1 or visit_windows < 1 or slice_windows < 1:
             raise ValueError("slice_partitions, visit_windows and slice_windows must be positive")
+        self._transactions = transactions
         self._slice_windows = slice_windows
         self._slice_read_messages = slice_read_messages
         self._schedule = schedule
@@ -624,10 +630,18 @@ class Sweeper:
                     else:
                         seg.embedded.append(self._embedded(partition, window, vector))
             embedded = [e for seg in segments for e in seg.embedded]
+        # The batch's windows and its watermarks' advance past them commit together: one
+        # statement saves the watermarks of all its partitions (docs/adr/0148).
+        with self._transaction():
             written = self._windows.upsert(self._model_id, embedded) if embedded else set()
-        for seg in segments:
-            self._advance(seg, written)
-        self._watermarks.store_many([seg.reading.watermark for seg in segments])
+            for seg in segments:
+                self._advance(seg, written)
+            self._watermarks.store_many([seg.reading.watermark for seg in segments])
+
+    def _transaction(self) -> AbstractContextManager[object]:
+        if self._transactions is None:
+            return nullcontext()
+        return self._transactions.transaction()
 
     def _advance(self, seg: _Segment, written: set[uuid.UUID]) -> None:
         """Move the segment's watermark past what it consumed; a window an erasure refused
@@ -904,30 +918,33 @@ class Sweeper:
                 "history sweep batch", attributes={"memory.windows": len(wanted)}
             ):
                 embedded, poisoned = self._embed(watermark.partition, wanted, texts, model_down)
+            # The windows and the watermark's advance past them commit together.
+            with self._transaction():
                 written = self._windows.upsert(self._model_id, embedded) if embedded else set()
-            refused = [e for e in embedded if e.id not in written]
-            if refused:
-                # An erasure or purge removed a message of these windows after the read:
-                # consume only what comes before the first of them, and read again (the
-                # rest is cut anew from the messages that are left).
-                end = closed.index(refused[0].window, start)
-                cut = refused[0].window.first.position
-                embedded = [e for e in embedded if e.window.last.position < cut]
-                poisoned = [w for w in poisoned if w.last.position < cut]
-                wanted = [w for w in wanted if w.last.position < cut]
-                if end == start:
-                    raise _ReadAgain()
-            for window in poisoned:
-                watermark.skip_poison_window(
-                    self._window_id(watermark.partition, window),
-                    window.first.position,
-                    window.last.position,
-                    len(window.messages),
-                    POISON_REASON,
-                )
+                refused = [e for e in embedded if e.id not in written]
+                if refused:
+                    # An erasure or purge removed a message of these windows after the read:
+                    # consume only what comes before the first of them, and read again (the
+                    # rest is cut anew from the messages that are left).
+                    end = closed.index(refused[0].window, start)
+                    cut = refused[0].window.first.position
+                    embedded = [e for e in embedded if e.window.last.position < cut]
+                    poisoned = [w for w in poisoned if w.last.position < cut]
+                    wanted = [w for w in wanted if w.last.position < cut]
+                if end > start:
+                    for window in poisoned:
+                        watermark.skip_poison_window(
+                            self._window_id(watermark.partition, window),
+                            window.first.position,
+                            window.last.position,
+                            len(window.messages),
+                            POISON_REASON,
+                        )
+                    consume(end, [e.id for e in embedded], (end - start) - len(wanted))
+                    self._watermarks.store(watermark)
+            if end == start:
+                raise _ReadAgain()
             skipped = (end - start) - len(wanted)
-            consume(end, [e.id for e in embedded], skipped)
-            self._watermarks.store(watermark)
             report.windows_embedded += len(embedded)
             report.windows_skipped += skipped
             report.windows_poisoned += len(poisoned)
