@@ -11,15 +11,17 @@ from typing import Any
 import pytest
 from tests.fakes import TEST_ACTOR
 
-from memory.application.history.ports import SweepTotals
+from memory.application.history.ports import PartitionVisit, SweepTotals
 from memory.domain.errors import InvalidInput
 from memory.domain.history.partition import Partition
 from memory.domain.history.partition_listing import PartitionKey
+from memory.domain.history.position import SweepPosition
 from memory.domain.history.watermark import StallReason, SweepWatermark
 from memory.entrypoints.history_runtime import HistoryRuntime
 from memory.infrastructure.history.org_directory import PostgresOrgDirectory
 
 MIGRATION = "0210_history_sweep_totals.sql"
+PER_STATEMENT = "0228_history_sweep_totals_per_statement.sql"
 
 # The totals computed the obvious way, from the source tables (what the triggers maintain).
 FROM_SOURCES = """
@@ -216,20 +218,25 @@ def test_the_migration_counts_what_existed_before_it(make_runtime, kit) -> None:
     model = runtime.service.model_id
     before = from_sources(kit, "acme", model)
     assert before.partitions_swept == 2
-    # Undo migration 0210, then apply it again over the rows written meanwhile.
+    # Undo migrations 0210 and 0228 (its triggers per statement), then apply them again
+    # over the rows written meanwhile.
     with kit.database.connection() as conn:
         conn.execute(
             "DROP TRIGGER dw_orgs_partitions_added ON dw_chat_partitions;"
             " DROP TRIGGER dw_orgs_partitions_removed ON dw_chat_partitions;"
-            " DROP TRIGGER dw_org_sweep_totals_visited ON dw_sweep_partition_state;"
+            " DROP TRIGGER dw_org_sweep_totals_inserted ON dw_sweep_partition_state;"
+            " DROP TRIGGER dw_org_sweep_totals_updated ON dw_sweep_partition_state;"
             " DROP TRIGGER dw_org_sweep_totals_removed ON dw_sweep_partition_state;"
             " DROP TABLE dw_org_sweep_totals;"
-            " DROP FUNCTION dw_org_sweep_totals_visit, dw_org_sweep_totals_forget,"
+            " DROP FUNCTION dw_org_sweep_totals_add, dw_org_sweep_totals_forget,"
             " dw_orgs_count_partitions_added, dw_orgs_count_partitions_removed;"
             " ALTER TABLE dw_orgs DROP COLUMN partitions;"
         )
-        conn.execute("DELETE FROM memory_schema_migrations WHERE name = %s", (MIGRATION,))
-    assert MIGRATION in kit.database.migrate()
+        conn.execute(
+            "DELETE FROM memory_schema_migrations WHERE name = ANY(%s)",
+            ([MIGRATION, PER_STATEMENT],),
+        )
+    assert kit.database.migrate() == [MIGRATION, PER_STATEMENT]
     assert runtime.service.sweep_status("acme").totals == before
 
 
@@ -318,3 +325,48 @@ def test_a_page_of_watermarks_loads_in_one_read_as_the_library_loads_each(
     assert (
         kit.scalar("SELECT count(*) FROM dw_sweep_watermarks WHERE id = %s", (watermark.id,)) == 1
     )
+
+
+def test_a_slices_visits_update_the_orgs_totals_once_not_once_per_partition(
+    make_runtime, kit, clock
+) -> None:
+    runtime = make_runtime()
+    channels = [f"C{c:02d}" for c in range(40)]
+    runtime.service.ingest("acme", [kit.message(f"m{c}", 0, channel=c) for c in channels])
+    runtime.service.ingest("beta", [kit.message("b", 0, channel="B1")])
+    model = runtime.service.model_id
+    directory = PostgresOrgDirectory(kit.database)
+
+    def visits(windows: int, *, stalled: bool) -> list[PartitionVisit]:
+        return [
+            PartitionVisit(
+                partition=Partition(org, "slack", c),
+                model=model,
+                position=SweepPosition(kit.at(i), f"m{c}"),
+                windows_embedded=windows,
+                poison_windows=i % 2,
+                poison_events=0,
+                stalled=stalled and i % 3 == 0,
+                open_windows=1,
+                embedded=windows > 0,
+                at=clock.now,
+            )
+            for org, cs in (("acme", channels), ("beta", ["B1"]))
+            for i, c in enumerate(cs)
+        ]
+
+    with kit.database.transaction() as conn:
+        directory.record_visits(visits(1, stalled=False))  # inserted
+        clock.advance(minutes=1)
+        directory.record_visits(visits(3, stalled=True))  # updated
+        row = conn.execute(
+            "SELECT n_tup_ins, n_tup_upd FROM pg_stat_xact_user_tables"
+            " WHERE relname = 'dw_org_sweep_totals'"
+        ).fetchone()
+    # Per org: one insert of its totals row, one update (a row trigger: 41 updates of acme's).
+    assert row is not None and (row["n_tup_ins"], row["n_tup_upd"]) == (2, 2)
+    for org in ("acme", "beta"):
+        totals = runtime.service.sweep_status(org).totals
+        assert totals == from_sources(kit, org, model)
+    acme = runtime.service.sweep_status("acme").totals
+    assert (acme.partitions_swept, acme.windows_embedded, acme.partitions_stalled) == (40, 120, 14)

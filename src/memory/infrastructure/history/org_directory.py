@@ -63,18 +63,31 @@ _VISIBLE = sql.SQL("AND org_id = ANY(%(visible)s::text[])")
 
 # Only a partition that still exists gets a state: an erasure (which holds the org's
 # retention lock exclusively, this statement's transaction holds it shared) wins.
-_RECORD_VISIT = """
+# A slice's visits in one statement (docs/adr/0149): its states in key order, each kept only
+# while its partition exists (an erasure may have removed it meanwhile); the totals' triggers
+# then run once for the statement's inserts and once for its updates (migration 0228).
+_RECORD_VISITS = """
 INSERT INTO dw_sweep_partition_state AS s (
     org_id, provider, external_channel_id, model, position_at, position_event_id,
     windows_embedded, poison_windows, poison_events, stalled, open_windows, swept_at,
     embedded_at)
-SELECT %(org_id)s, %(provider)s, %(channel_id)s, %(model)s, %(position_at)s,
-       %(position_event_id)s, %(windows_embedded)s, %(poison_windows)s, %(poison_events)s,
-       %(stalled)s, %(open_windows)s, %(at)s, %(embedded_at)s
+SELECT v.org_id, v.provider, v.channel_id, v.model, v.position_at, v.position_event_id,
+       v.windows_embedded, v.poison_windows, v.poison_events, v.stalled, v.open_windows,
+       v.at, v.embedded_at
+FROM unnest(
+    %(org_id)s::text[], %(provider)s::text[], %(channel_id)s::text[], %(model)s::text[],
+    %(position_at)s::timestamptz[], %(position_event_id)s::text[],
+    %(windows_embedded)s::bigint[], %(poison_windows)s::integer[],
+    %(poison_events)s::integer[], %(stalled)s::boolean[], %(open_windows)s::integer[],
+    %(at)s::timestamptz[], %(embedded_at)s::timestamptz[]
+) WITH ORDINALITY AS v(org_id, provider, channel_id, model, position_at, position_event_id,
+    windows_embedded, poison_windows, poison_events, stalled, open_windows, at, embedded_at,
+    n)
 WHERE EXISTS (
-    SELECT 1 FROM dw_chat_partitions
-    WHERE org_id = %(org_id)s AND provider = %(provider)s
-      AND external_channel_id = %(channel_id)s)
+    SELECT 1 FROM dw_chat_partitions p
+    WHERE p.org_id = v.org_id AND p.provider = v.provider
+      AND p.external_channel_id = v.channel_id)
+ORDER BY v.n
 ON CONFLICT (org_id, provider, external_channel_id, model) DO UPDATE SET
     position_at = excluded.position_at,
     position_event_id = excluded.position_event_id,
@@ -141,20 +154,23 @@ class PostgresOrgDirectory:
         return [_org_row(r) for r in rows]
 
     def record_visits(self, visits: Sequence[PartitionVisit]) -> None:
-        """A slice's visits in one pipelined round trip, under the shared retention lock of
-        each org (taken in org order, as the window upsert takes them)."""
+        """A slice's visits in one statement (docs/adr/0149), under the shared retention
+        lock of each org (taken in org order, as the window upsert takes them)."""
         if not visits:
             return
-        with self._db.connection() as conn, conn.pipeline(), conn.cursor() as cur:
+        # In key order, so two sweepers recording slices of the same partitions take their
+        # rows in one order (no deadlock); a partition visited twice keeps its last visit.
+        last = {(v.partition, v.model): v for v in visits}
+        ordered = [last[k] for k in sorted(last)]
+        rows = [_visit_params(v) for v in ordered]
+        params = {key: [r[key] for r in rows] for key in rows[0]}
+        with self._db.connection() as conn, conn.pipeline():
             for org_id in sorted({v.partition.org_id for v in visits}):
-                cur.execute(
+                conn.execute(
                     "SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
                     (RETENTION_LOCK_CLASS, org_id),
                 )
-            # In key order: each row's trigger updates its org's totals row, so two sweepers
-            # recording slices of the same orgs take those rows in one order (no deadlock).
-            ordered = sorted(visits, key=lambda v: (v.partition, v.model))
-            cur.executemany(_RECORD_VISIT, [_visit_params(v) for v in ordered])
+            conn.execute(_RECORD_VISITS, params)
 
     def forget_model(self, model: str) -> int:
         with self._db.connection() as conn:
