@@ -6,7 +6,9 @@ filter would fail loudly on mixed sizes rather than compare silently.
 
 Search takes one of two paths per org (memory.domain.history.search_path, docs/adr/0134):
 the exact scan (ADR 0034), or, once the org has a ready partial HNSW index of its own
-(memory.infrastructure.history.search_indexes), a walk of that index; a filter the planner
+(memory.infrastructure.history.search_indexes), a walk of that index beside an exact scan
+of the org's few windows not merged into it yet (its tail: the sweep writes a large org's
+new windows outside the graph, docs/adr/0153); a filter the planner
 expects to keep few windows is scanned exactly on either (docs/adr/0139). On both, each
 script group's relevance distribution comes from a fixed sample of the windows the query
 selects, the whole group when it is small (docs/adr/0138).
@@ -35,6 +37,7 @@ from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
 from memory.infrastructure.history.search_indexes import (
     READY_CACHE_SECONDS,
     READY_CACHE_SIZE,
+    TAIL_WINDOWS,
     PostgresWindowIndexes,
 )
 from memory.infrastructure.history.sql_filters import window_filters
@@ -46,9 +49,10 @@ _UPSERT = sql.SQL(
     """
     INSERT INTO dw_message_embeddings (
         id, org_id, provider, external_channel_id, model, embedding, content,
-        source_event_ids, first_occurred_at, last_occurred_at, script_group)
+        source_event_ids, first_occurred_at, last_occurred_at, script_group, index_pending)
     SELECT %(id)s, %(org_id)s, %(provider)s, %(channel_id)s, %(model)s, %(embedding)s,
-           %(content)s, %(event_ids)s::text[], %(first)s, %(last)s, %(script_group)s
+           %(content)s, %(event_ids)s::text[], %(first)s, %(last)s, %(script_group)s,
+           %(pending)s
     WHERE NOT EXISTS (
         SELECT 1 FROM unnest(%(event_ids)s::text[]) AS s(event_id)
         WHERE NOT EXISTS (
@@ -61,8 +65,22 @@ _UPSERT = sql.SQL(
         first_occurred_at = excluded.first_occurred_at,
         last_occurred_at = excluded.last_occurred_at,
         script_group = excluded.script_group,
+        index_pending = excluded.index_pending,
         created_at = now()
     RETURNING id
+    """
+)
+# Which of the batch's orgs get their new windows written outside their index, into the
+# tail (docs/adr/0153): those with a ready index whose tail has room (counted up to
+# TAIL_WINDOWS on the tail's partial btree). Several sweepers of one org may each see room:
+# the tail can pass the bound by a batch per sweeper.
+_TAIL_OPEN = sql.SQL(
+    """
+    SELECT i.org_id FROM dw_window_indexes i
+    WHERE i.org_id = ANY(%(orgs)s) AND i.model = %(model)s AND i.state = 'ready'
+      AND (SELECT count(*) FROM (SELECT 1 FROM dw_message_embeddings w
+                                 WHERE w.org_id = i.org_id AND w.model = i.model
+                                   AND w.index_pending LIMIT %(tail)s) AS t) < %(tail)s
     """
 )
 # A window re-cut after a crash (e.g. a message arrived in between) replaces the rows of
@@ -189,37 +207,52 @@ class PostgresWindowEmbeddings:
         self._counted = _Throttle(READY_CACHE_SECONDS, READY_CACHE_SIZE)
 
     def upsert(self, model: str, windows: Sequence[EmbeddedWindow]) -> set[uuid.UUID]:
-        """Write `windows` (of any partitions: a slice's batch) in one pipelined round trip;
-        the ids of those written (a window that lost a message to an erasure is not)."""
+        """Write `windows` (of any partitions: a slice's batch) in two round trips (which
+        orgs' tails have room, then one pipeline); the ids of those written (a window that
+        lost a message to an erasure is not). An org with a ready index gets them in its
+        tail while it has room, outside the graph (docs/adr/0153)."""
         if not windows:
             return set()
         sources = [(w.partition, e) for w in windows for e in w.window.event_ids]
-        with self._db.connection() as conn, conn.pipeline(), conn.cursor() as cur:
-            for org_id in sorted({w.partition.org_id for w in windows}):
+        orgs = sorted({w.partition.org_id for w in windows})
+        # One round trip before the pipeline: which orgs write into their tails.
+        with self._db.connection() as conn:
+            tails = {
+                str(r["org_id"])
+                for r in conn.execute(
+                    _TAIL_OPEN, {"orgs": orgs, "model": model, "tail": TAIL_WINDOWS}
+                ).fetchall()
+            }
+            with conn.pipeline(), conn.cursor() as cur:
+                for org_id in orgs:
+                    conn.execute(
+                        "SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
+                        (RETENTION_LOCK_CLASS, org_id),
+                    )
                 conn.execute(
-                    "SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
-                    (RETENTION_LOCK_CLASS, org_id),
+                    _REPLACE_OVERLAPPING,
+                    {
+                        "model": model,
+                        "ids": [w.id for w in windows],
+                        "orgs": [p.org_id for p, _ in sources],
+                        "providers": [p.provider for p, _ in sources],
+                        "channels": [p.channel_id for p, _ in sources],
+                        "event_ids": [e for _, e in sources],
+                    },
                 )
-            conn.execute(
-                _REPLACE_OVERLAPPING,
-                {
-                    "model": model,
-                    "ids": [w.id for w in windows],
-                    "orgs": [p.org_id for p, _ in sources],
-                    "providers": [p.provider for p, _ in sources],
-                    "channels": [p.channel_id for p, _ in sources],
-                    "event_ids": [e for _, e in sources],
-                },
-            )
-            # Each statement returns its id if it wrote the window; its check that the
-            # window's events exist probes the primary key, for a new org's rows too.
-            plan_for_any_org(conn)
-            cur.executemany(_UPSERT, [_row(model, w) for w in windows], returning=True)
-            written: set[uuid.UUID] = set()
-            while True:
-                written.update(cast(uuid.UUID, r["id"]) for r in cur.fetchall())
-                if not cur.nextset():
-                    return written
+                # Each statement returns its id if it wrote the window; its check that the
+                # window's events exist probes the primary key, for a new org's rows too.
+                plan_for_any_org(conn)
+                cur.executemany(
+                    _UPSERT,
+                    [_row(model, w, w.partition.org_id in tails) for w in windows],
+                    returning=True,
+                )
+                written: set[uuid.UUID] = set()
+                while True:
+                    written.update(cast(uuid.UUID, r["id"]) for r in cur.fetchall())
+                    if not cur.nextset():
+                        return written
 
     def nearest(
         self, org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
@@ -302,9 +335,10 @@ class PostgresWindowEmbeddings:
 
     # The index path: the sample as on the exact path; each group larger than its sample
     # is walked on the org's partial index for that group (cast to the model's size, org,
-    # model and group as literals so the planner matches its predicate), and the k most
-    # relevant of the sample and the walked candidates are kept. A group that fits in its
-    # sample is not walked: its sample holds all of it.
+    # model and group as literals so the planner matches its predicate), its tail (the
+    # windows not merged into the index yet, docs/adr/0153) is scanned exactly beside the
+    # walk, and the k most relevant of the sample and those candidates are kept. A group
+    # that fits in its sample is not walked: its sample holds all of it.
     def _nearest_indexed(
         self,
         org_id: str,
@@ -346,7 +380,7 @@ class PostgresWindowEmbeddings:
         return {str(r["model"]): int(cast(int, r["n"])) for r in rows}
 
 
-def _row(model: str, w: EmbeddedWindow) -> dict[str, Any]:
+def _row(model: str, w: EmbeddedWindow, pending: bool) -> dict[str, Any]:
     return {
         "id": w.id,
         "org_id": w.partition.org_id,
@@ -359,6 +393,7 @@ def _row(model: str, w: EmbeddedWindow) -> dict[str, Any]:
         "first": w.window.first.occurred_at,
         "last": w.window.last.occurred_at,
         "script_group": script_group(w.window.content).value,
+        "pending": pending,
     }
 
 
@@ -474,17 +509,26 @@ def indexed_statement(
         org=sql.Literal(org_id), model=sql.Literal(model)
     )
     # One scan per script group larger than its sample, each on its group's index (the
-    # group is a literal, so the planner matches the index's predicate).
+    # group is a literal, so the planner matches the index's predicate), and beside it the
+    # group's tail (windows not merged into the index yet, docs/adr/0153) scanned exactly
+    # through the tail's btree: the walk never sees them, the exact scan sees each.
     scans = sql.SQL(" UNION ALL ").join(
         sql.SQL(
             """(
             SELECT id, script_group, {distance} AS distance FROM dw_message_embeddings
-            WHERE {scope} AND script_group = {group}{filters}
+            WHERE {scope} AND script_group = {group} AND {pending}{filters}
               AND EXISTS (SELECT 1 FROM groups
                           WHERE script_group = {group} AND n >= %(sample)s)
             ORDER BY {distance} LIMIT %(candidates)s)"""
-        ).format(distance=distance, scope=scope, group=sql.Literal(g.value), filters=filters)
+        ).format(
+            distance=distance,
+            scope=scope,
+            group=sql.Literal(g.value),
+            pending=sql.SQL(pending),
+            filters=filters,
+        )
         for g in ScriptGroup
+        for pending in ("NOT index_pending", "index_pending")
     )
     statement = sql.SQL(
         """

@@ -9,9 +9,13 @@ size:
 
     USING hnsw ((embedding::halfvec(<dims>)) halfvec_cosine_ops)
     WHERE org_id = '<org>' AND model = '<model>' AND script_group = '<group>'
+      AND NOT index_pending
 
 A query uses one when it repeats the cast and names org, model and group as literals (a
-generic plan could not prove the predicate). A builder holds a session advisory lock on the
+generic plan could not prove the predicate). The sweep writes a ready org's new windows
+outside them (`index_pending`, up to `TAIL_WINDOWS` per org and model: the org's tail,
+which search scans exactly), and `merge_pending` merges them in batches off the sweep's
+path (docs/adr/0153). A builder holds a session advisory lock on the
 request while it builds: a process that dies mid-build leaves an invalid index and an
 unlocked 'building' row, which the next builder drops and builds again. A build that fails
 with the database up is recorded ('failed', with its error's class) and tried again after
@@ -71,6 +75,22 @@ READY_CACHE_SIZE = 10_000
 # A failed build is tried again this long after it failed (a full disk or a statement
 # timeout would otherwise fail the same build in a loop).
 FAILED_RETRY_SECONDS = 600
+
+# The tail (docs/adr/0153): an org with a ready index gets its new windows written outside
+# it, each scanned exactly by every search of the org until merged, up to this many per org
+# and model; past it the sweep writes into the graph as before ADR 0153. A full tail costs a
+# search the exact distances of this many windows (~1-2 ms at 1024 dimensions).
+TAIL_WINDOWS = 1_000
+# Windows merged per statement (one transaction: the graph insertions of a batch).
+MERGE_BATCH = 100
+# Clears the flag of up to a batch of pending windows of any orgs: each new row version
+# enters its org's partial HNSW index (its predicate now holds), the old one leaves the tail.
+# Rows being written or erased meanwhile are skipped, not waited for.
+_MERGE = """
+    UPDATE dw_message_embeddings SET index_pending = false
+    WHERE id IN (SELECT id FROM dw_message_embeddings WHERE index_pending
+                 LIMIT %s FOR UPDATE SKIP LOCKED)
+"""
 
 # What the builder may claim: wanted, left 'building' by a builder that died (its lock is
 # free), or failed long enough ago.
@@ -185,6 +205,23 @@ class PostgresWindowIndexes:
                 " VALUES (%s, %s, %s, %s) ON CONFLICT (org_id, model) DO NOTHING",
                 (org_id, model, index_name(org_id, model), windows_seen),
             )
+
+    def merge_pending(self, batch: int = MERGE_BATCH) -> int:
+        """Merges up to `batch` windows of the orgs' tails into their indexes, in one
+        transaction (docs/adr/0153); how many. A window pending for an org whose index is
+        gone (dropped since) just leaves the tail."""
+        with self._db.connection() as conn:
+            return conn.execute(_MERGE, (batch,)).rowcount
+
+    def pending(self) -> int:
+        """How many windows wait to be merged, every org's (bounded: TAIL_WINDOWS per org
+        with a ready index)."""
+        row = self._db.read(
+            lambda conn: conn.execute(
+                "SELECT count(*) AS n FROM dw_message_embeddings WHERE index_pending"
+            ).fetchone()
+        )
+        return 0 if row is None else int(cast(int, row["n"]))
 
     def progress(self) -> list[IndexProgress]:
         """Indexes not yet ready, oldest request first (the builder's queue)."""
@@ -451,6 +488,7 @@ def _create_statement(
         " USING hnsw ((embedding::halfvec({dims})) halfvec_cosine_ops)"
         " WITH (m = {m}, ef_construction = {ef})"
         " WHERE org_id = {org} AND model = {model} AND script_group = {group}"
+        " AND NOT index_pending"
     ).format(
         name=sql.Identifier(group_index_name(name, group)),
         dims=sql.Literal(dims),
