@@ -34,6 +34,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -62,9 +63,15 @@ from memory.domain.policy.pagination import PageRequest
 from memory.domain.policy.search import SearchRequest
 from memory.domain.policy.threshold import SimilarityThreshold
 from memory.entrypoints.history_runtime import HistoryRuntime
+from memory.entrypoints.workers.history_indexes import MERGE_POLL_SECONDS
 from memory.infrastructure.embedding.hashing import HashEmbeddingModel
+from memory.infrastructure.history import embeddings
 from memory.infrastructure.history.embeddings import PostgresWindowEmbeddings
-from memory.infrastructure.history.search_indexes import PostgresWindowIndexes
+from memory.infrastructure.history.search_indexes import (
+    MERGE_BATCH,
+    TAIL_WINDOWS,
+    PostgresWindowIndexes,
+)
 from memory.infrastructure.policy import read_model
 from memory.infrastructure.policy.indexes import drop_hnsw_index, ensure_hnsw_index
 from memory.infrastructure.policy.read_model import PostgresPolicyReadModel
@@ -395,33 +402,131 @@ def upsert_ms_per_window(
     return (time.perf_counter() - started) * 1000 / len(windows)
 
 
+class Merger:
+    """The index builder's merge loop (memory.entrypoints.workers.history_indexes), in a
+    thread beside the sweep as `memory serve` runs it: a batch at a time, looking again
+    every MERGE_POLL_SECONDS when no tail waits (docs/adr/0153)."""
+
+    def __init__(self, indexes: PostgresWindowIndexes) -> None:
+        self._indexes = indexes
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-merger", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if self._indexes.merge_pending() < MERGE_BATCH:
+                self._stop.wait(MERGE_POLL_SECONDS)
+
+    def __enter__(self) -> Merger:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def drained_seconds(indexes: PostgresWindowIndexes) -> float:
+    """Seconds until the tails are empty (the merger merging them)."""
+    started = time.perf_counter()
+    while indexes.pending():
+        time.sleep(0.05)
+    return time.perf_counter() - started
+
+
+def merge_ms_per_window(indexes: PostgresWindowIndexes) -> float:
+    """Milliseconds per window of merging every tail into its index, batch after batch."""
+    windows = 0
+    started = time.perf_counter()
+    while merged := indexes.merge_pending():
+        windows += merged
+    return (time.perf_counter() - started) * 1000 / max(1, windows)
+
+
 @dataclass(frozen=True)
 class SweepRounds:
     """Seconds per round of sweeping the same number of new windows into the org with its
-    index and into its twin without one (today's sweep)."""
+    index and into its twin without one (today's sweep), and how long the merger took after
+    each of the org's passes to empty its tail."""
 
     kept: list[float]
     plain: list[float]
+    drain: list[float]
 
     @property
     def ratios(self) -> list[float]:
         """Throughput with the index kept over today's, per round."""
         return [p / k for k, p in zip(self.kept, self.plain, strict=True)]
 
+    @property
+    def merged_ratios(self) -> list[float]:
+        """The same, counting the wait until the org's tail was merged into its index."""
+        return [p / (k + d) for k, p, d in zip(self.kept, self.plain, self.drain, strict=True)]
+
 
 def sweep_rounds(
-    runtime: HistoryRuntime, org: str, twin: str, windows: int, rounds: int
+    runtime: HistoryRuntime,
+    indexes: PostgresWindowIndexes,
+    org: str,
+    twin: str,
+    windows: int,
+    rounds: int,
 ) -> SweepRounds:
     """`rounds` rounds of one pass of `windows` new windows into each org, in alternating
     order (indexed first, then its twin first, ...), so that a change in the machine's load or
-    in what the previous pass left weighs on both alike."""
+    in what the previous pass left weighs on both alike. The merger runs throughout; after
+    the org's pass the round waits until its tail is merged (timed), so that each round
+    starts with an empty tail."""
     kept: list[float] = []
     plain: list[float] = []
-    for r in range(rounds):
-        sides = [(org, kept), (twin, plain)]
-        for name, seconds in sides if r % 2 == 0 else sides[::-1]:
-            seconds.append(sweep_seconds(runtime, name, f"r{r}", windows))
-    return SweepRounds(kept, plain)
+    drain: list[float] = []
+    with Merger(indexes):
+        for r in range(rounds):
+            sides = [(org, kept), (twin, plain)]
+            for name, seconds in sides if r % 2 == 0 else sides[::-1]:
+                seconds.append(sweep_seconds(runtime, name, f"r{r}", windows))
+                if name == org:
+                    drain.append(drained_seconds(indexes))
+    return SweepRounds(kept, plain, drain)
+
+
+# Migration 0223's btrees (docs/adr/0138, 0139), written by every upsert; before it the
+# table had (org_id, model, id) in their place.
+BTREES_0223 = {
+    "dw_message_embeddings_org_model_group_id_idx": "(org_id, model, script_group, id)",
+    "dw_message_embeddings_org_model_group_idx": "(org_id, model, script_group)",
+    "dw_message_embeddings_org_model_channel_idx": "(org_id, model, external_channel_id)",
+    "dw_message_embeddings_org_model_last_idx": "(org_id, model, last_occurred_at)",
+}
+
+
+@contextmanager
+def without_0223_btrees(database: Database) -> Iterator[None]:
+    """The table as before migration 0223: its four btrees replaced by (org_id, model, id)."""
+    with database.connection() as conn:
+        for name in BTREES_0223:
+            conn.execute(f"DROP INDEX {name}")
+        conn.execute(
+            "CREATE INDEX bench_org_model_id_idx ON dw_message_embeddings (org_id, model, id)"
+        )
+    try:
+        yield
+    finally:
+        with database.connection() as conn:
+            conn.execute("DROP INDEX bench_org_model_id_idx")
+            for name, columns in BTREES_0223.items():
+                conn.execute(f"CREATE INDEX {name} ON dw_message_embeddings {columns}")
+
+
+@contextmanager
+def tail_closed() -> Iterator[None]:
+    """The sweep writes into the graph as before ADR 0153 (no tail has room)."""
+    saved = embeddings.TAIL_WINDOWS
+    embeddings.TAIL_WINDOWS = 0
+    try:
+        yield
+    finally:
+        embeddings.TAIL_WINDOWS = saved
 
 
 def bench_history(
@@ -444,6 +549,11 @@ def bench_history(
     index_runtime = HistoryRuntime(
         Settings(history_search_mode=HistorySearchMode.APPROXIMATE), database, model
     )
+    numbers = iter(range(size * 2, size * 100, writes))  # window numbers (ids) of their own
+
+    def upsert(name: str, count: int = writes) -> float:
+        return upsert_ms_per_window(database, name, gen.sample(count), start, next(numbers))
+
     try:
         exact_runtime.service.set_global_flag(SEMANTIC_SEARCH_FLAG, True, actor=BENCH_ACTOR)
         for name in (org, twin):  # the first pass loads what it needs
@@ -452,24 +562,51 @@ def bench_history(
         indexes.request(org, HISTORY_MODEL, size)
         built = indexes.build_next()
         assert built is not None and built.org_id == org, built
-        swept = sweep_rounds(exact_runtime, org, twin, writes, rounds)
-        upserts: dict[str, list[float]] = {org: [], twin: []}
+        swept = sweep_rounds(exact_runtime, indexes, org, twin, writes, rounds)
+        # The upsert alone, alternating: into the org's tail (then merged, timed), into its
+        # graph (the tail closed, as before ADR 0153), into the twin.
+        upserts: dict[str, list[float]] = {"tail": [], "graph": [], "twin": [], "merge": []}
         for r in range(rounds):
-            for name in (org, twin) if r % 2 == 0 else (twin, org):
-                first = size * (r + 2)  # window numbers (and so ids) of their own
-                vectors = gen.sample(writes)
-                upserts[name].append(upsert_ms_per_window(database, name, vectors, start, first))
+            for side in ("tail", "graph", "twin") if r % 2 == 0 else ("twin", "graph", "tail"):
+                if side == "graph":
+                    with tail_closed():
+                        upserts[side].append(upsert(org))
+                else:
+                    upserts[side].append(upsert(twin if side == "twin" else org))
+                if side == "tail":
+                    upserts["merge"].append(merge_ms_per_window(indexes))
+        # Migration 0223's btrees' write cost: the twin's upsert without them, alternating
+        # with the twin's upsert with them.
+        btrees: dict[str, list[float]] = {"with": [], "without": []}
+        for r in range(rounds):
+            for side in ("with", "without") if r % 2 == 0 else ("without", "with"):
+                if side == "without":
+                    with without_0223_btrees(database):
+                        btrees[side].append(upsert(twin))
+                else:
+                    btrees[side].append(upsert(twin))
         with database.connection() as conn:
             conn.execute("ANALYZE dw_message_embeddings")
         exact_ms, truth = semantic_leg(exact_runtime.windows, org, model)
         index_ms, found = semantic_leg(index_runtime.windows, org, model)
         hybrid_exact = hybrid(exact_runtime, org, model.texts)
         hybrid_index = hybrid(index_runtime, org, model.texts)
+        # The same searches with the org's tail full (no merger): the worst case of the
+        # exact scan beside the walk.
+        upsert(org, TAIL_WINDOWS)
+        tail = indexes.pending()
+        _, tail_truth = semantic_leg(exact_runtime.windows, org, model)
+        tail_ms, tail_found = semantic_leg(index_runtime.windows, org, model)
+        tail_hybrid = hybrid(index_runtime, org, model.texts)
     finally:
         exact_runtime.close()
         index_runtime.close()
     total = size + 2 * rounds * writes + 20
-    kept_ms, plain_ms = statistics.median(upserts[org]), statistics.median(upserts[twin])
+    tail_ms_w, graph_ms, plain_ms = (
+        statistics.median(upserts[side]) for side in ("tail", "graph", "twin")
+    )
+    merge_ms = statistics.median(upserts["merge"])
+    with_ms, without_ms = statistics.median(btrees["with"]), statistics.median(btrees["without"])
     exact_p50 = statistics.median(exact_ms)
     return [
         Row(
@@ -497,22 +634,48 @@ def bench_history(
             " the exact hybrid",
         ),
         Row(
+            f"history @ {total:,} windows: semantic leg, HNSW with a full tail",
+            timing(tail_ms),
+            f"{statistics.median(tail_ms) / exact_p50:.2f}",
+            f"recall@10 {recall(tail_found, tail_truth):.3f} ({tail:,} windows in the tail,"
+            " scanned exactly beside the walk)",
+        ),
+        Row(
+            f"history @ {total:,} windows: hybrid, query embedding excluded, HNSW with a full tail",
+            timing(tail_hybrid),
+            f"{statistics.median(tail_hybrid) / exact_p50:.2f}",
+            f"{statistics.median(tail_hybrid) / statistics.median(hybrid_index):.2f}x the"
+            " hybrid with an empty tail",
+        ),
+        Row(
             f"history @ {total:,} windows: sweep of {writes:,} new windows x {rounds} rounds,"
-            " index kept",
+            " index kept (new windows into the tail, merged beside the sweep)",
             f"{rounds * writes / sum(swept.kept):,.1f} windows/s",
             f"{statistics.median(swept.ratios):.2f}",
             "median of the rounds' ratios to the same sweep into an org of the same size"
             f" without an index ({rounds * writes / sum(swept.plain):,.1f} windows/s); per"
             f" round {', '.join(f'{x:.2f}' for x in swept.ratios)} (hash:1024, the sweep's own"
-            " cost)",
+            " cost); counting the wait until the tail was merged: median"
+            f" {statistics.median(swept.merged_ratios):.2f} (merged"
+            f" {', '.join(f'{d:.1f}' for d in swept.drain)} s after each pass)",
         ),
         Row(
             f"history @ {total:,} windows: upsert alone, {writes:,} new windows in batches of"
-            " 16, index kept",
-            f"{kept_ms:.2f} ms/window",
-            f"{plain_ms / kept_ms:.2f}",
-            f"into the twin without an index: {plain_ms:.2f} ms/window; the index adds"
-            f" {kept_ms - plain_ms:.2f} ms/window (medians of {rounds} rounds)",
+            " 16, into the org's tail",
+            f"{tail_ms_w:.2f} ms/window",
+            f"{plain_ms / tail_ms_w:.2f}",
+            f"into the twin without an index: {plain_ms:.2f} ms/window; into the org's graph"
+            f" (tail closed, as before ADR 0153): {graph_ms:.2f} ms/window"
+            f" ({plain_ms / graph_ms:.2f}); the merge afterwards {merge_ms:.2f} ms/window"
+            f" (medians of {rounds} rounds)",
+        ),
+        Row(
+            f"history @ {total:,} windows: upsert alone into the twin, migration 0223's four"
+            " btrees",
+            f"{with_ms:.2f} ms/window",
+            f"{without_ms / with_ms:.2f}",
+            f"without them ((org_id, model, id) in their place): {without_ms:.2f} ms/window;"
+            f" they add {with_ms - without_ms:.2f} ms/window (medians of {rounds} rounds)",
         ),
     ]
 
