@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -70,19 +70,25 @@ _UPSERT = sql.SQL(
     RETURNING id
     """
 )
-# Which of the batch's orgs get their new windows written outside their index, into the
-# tail (docs/adr/0153): those with a ready index whose tail has room (counted up to
-# TAIL_WINDOWS on the tail's partial btree). Several sweepers of one org may each see room:
-# the tail can pass the bound by a batch per sweeper.
-_TAIL_OPEN = sql.SQL(
+# The batch's orgs that have a ready index (their new windows may go into their tails,
+# docs/adr/0153), each with its tail counted (up to TAIL_WINDOWS, on the tail's partial
+# btree) when it is among %(recount)s: a count reads up to TAIL_WINDOWS rows, so a process
+# counts an org's tail only when the room it counted last is used up (see _TailRoom).
+_TAIL_ROOM = sql.SQL(
     """
-    SELECT i.org_id FROM dw_window_indexes i
+    SELECT i.org_id,
+           CASE WHEN i.org_id = ANY(%(recount)s) THEN
+             (SELECT count(*) FROM (SELECT 1 FROM dw_message_embeddings w
+                                    WHERE w.org_id = i.org_id AND w.model = i.model
+                                      AND w.index_pending LIMIT %(tail)s) AS t)
+           END AS tail
+    FROM dw_window_indexes i
     WHERE i.org_id = ANY(%(orgs)s) AND i.model = %(model)s AND i.state = 'ready'
-      AND (SELECT count(*) FROM (SELECT 1 FROM dw_message_embeddings w
-                                 WHERE w.org_id = i.org_id AND w.model = i.model
-                                   AND w.index_pending LIMIT %(tail)s) AS t) < %(tail)s
     """
 )
+# When an org's tail was found full, a process counts it again at most this often (the
+# merger empties it meanwhile); until then its windows go into the graph.
+TAIL_RECOUNT_SECONDS = 1.0
 # A window re-cut after a crash (e.g. a message arrived in between) replaces the rows of
 # the same model and partition that covered any of its events, so no event is embedded
 # twice. One statement for a batch of several partitions' windows. The candidates come from
@@ -191,6 +197,49 @@ class _Throttle:
         return True
 
 
+class _TailRoom:
+    """How many more windows this process may write into each org's tail (docs/adr/0153):
+    TAIL_WINDOWS less the tail it counted last, used up by the windows it writes there. It
+    counts again when the room is used up (at most every TAIL_RECOUNT_SECONDS once a count
+    found it full), so a count (up to TAIL_WINDOWS rows) is paid once per that many windows
+    at most. Each sweeping process keeps its own room: the tail of an org swept by several
+    processes at once is bounded by TAIL_WINDOWS per process."""
+
+    def __init__(self, size: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self._size = size
+        self._clock = clock
+        # (org, model) -> (room, when counted)
+        self._room: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def to_count(self, model: str, wanted: dict[str, int]) -> list[str]:
+        """The orgs whose tail should be counted before writing `wanted` windows each."""
+        now = self._clock()
+        with self._lock:
+            return [
+                org
+                for org, n in wanted.items()
+                if (known := self._room.get((org, model))) is None
+                or (known[0] < n and now - known[1] >= TAIL_RECOUNT_SECONDS)
+            ]
+
+    def counted(self, model: str, org: str, tail: int) -> None:
+        with self._lock:
+            self._room[(org, model)] = (TAIL_WINDOWS - tail, self._clock())
+            self._room.move_to_end((org, model))
+            while len(self._room) > self._size:
+                self._room.popitem(last=False)
+
+    def take(self, model: str, org: str, n: int) -> bool:
+        """Whether `n` windows of the org go into its tail (its room is used by them)."""
+        with self._lock:
+            known = self._room.get((org, model))
+            if known is None or known[0] < n:
+                return False
+            self._room[(org, model)] = (known[0] - n, known[1])
+            return True
+
+
 class PostgresWindowEmbeddings:
     def __init__(
         self,
@@ -205,6 +254,7 @@ class PostgresWindowEmbeddings:
         # Orgs whose size was counted lately (docs/adr/0138: a sampled search does not
         # see it), so that a search counts at most every READY_CACHE_SECONDS per org.
         self._counted = _Throttle(READY_CACHE_SECONDS, READY_CACHE_SIZE)
+        self._tail_room = _TailRoom(READY_CACHE_SIZE)
 
     def upsert(self, model: str, windows: Sequence[EmbeddedWindow]) -> set[uuid.UUID]:
         """Write `windows` (of any partitions: a slice's batch) in two round trips (which
@@ -214,15 +264,26 @@ class PostgresWindowEmbeddings:
         if not windows:
             return set()
         sources = [(w.partition, e) for w in windows for e in w.window.event_ids]
-        orgs = sorted({w.partition.org_id for w in windows})
+        wanted = Counter(w.partition.org_id for w in windows)
+        orgs = sorted(wanted)
         # One round trip before the pipeline: which orgs write into their tails.
         with self._db.connection() as conn:
-            tails = {
-                str(r["org_id"])
-                for r in conn.execute(
-                    _TAIL_OPEN, {"orgs": orgs, "model": model, "tail": TAIL_WINDOWS}
-                ).fetchall()
-            }
+            rows = conn.execute(
+                _TAIL_ROOM,
+                {
+                    "orgs": orgs,
+                    "model": model,
+                    "recount": self._tail_room.to_count(model, wanted),
+                    "tail": TAIL_WINDOWS,
+                },
+            ).fetchall()
+            tails: set[str] = set()
+            for r in rows:
+                org_id = str(r["org_id"])
+                if r["tail"] is not None:
+                    self._tail_room.counted(model, org_id, int(cast(int, r["tail"])))
+                if self._tail_room.take(model, org_id, wanted[org_id]):
+                    tails.add(org_id)
             with conn.pipeline(), conn.cursor() as cur:
                 for org_id in orgs:
                     conn.execute(
