@@ -17,9 +17,12 @@ Measured, each path side by side in the same run:
 - history, per org size: the semantic leg (`PostgresWindowEmbeddings.nearest`) on the exact
   scan (the baseline) and on the org's partial HNSW index, p50/p95 and recall@10 against the
   exact scan's answer; hybrid search (full-text + semantic + messages, query embedding
-  excluded) on each path; the index's build time; sweep throughput of new windows into the
-  org with its index kept against a twin org of the same size without one (the sweep's write
-  cost), in rounds of alternating order;
+  excluded) on each path, with the org's tail empty and full (docs/adr/0153); the index's
+  build time; sweep throughput of new windows into the org with its index kept (its tail
+  merged by the builder's merge loop beside the sweep, and the wait for it timed) against a
+  twin org of the same size without one, in rounds of alternating order; the upsert alone
+  into the org's tail, into its graph and into the twin, and the merge per window;
+  migration 0223's btrees' write cost (the twin's upsert with and without them);
 - policies, per size: `PostgresPolicyReadModel.search` on the exact scan (the baseline) and
   on HNSW at several `ef_search`, unfiltered and with a tag filter that keeps 1%, p50/p95
   and recall@10 against exact.
