@@ -196,3 +196,23 @@ def test_a_watermark_saved_since_wins_over_its_old_stream(database: Database) ->
     PostgresSweepWatermarks(database).store(newer)
     assert carry_over(database) == 0
     assert PostgresSweepWatermarks(database).get(p, "m").mark == mark(5)
+    # An older version started again (its library created its tables anew) and saved one
+    # more: the next start carries it over too, keeping both old tables.
+    old = OldSweepWatermarks(
+        EventStoreConnection.for_database(database).env(HISTORY_SWEEP_APPLICATION)
+    )
+    other = Partition("acme", "slack", "C2")
+    try:
+        w = new_watermark(other, "m")
+        w.advance(mark(2), embedded=[], skipped=0)
+        old.save(w)
+    finally:
+        old.close()
+    assert carry_over(database) == 1
+    assert PostgresSweepWatermarks(database).get(other, "m").mark == mark(2)
+    with database.connection() as conn:
+        kept = conn.execute(
+            "SELECT count(*) AS n FROM historysweep_events_carried"
+            " UNION ALL SELECT count(*) FROM historysweep_events_carried_2"
+        ).fetchall()
+    assert [r["n"] for r in kept] == [2, 2]

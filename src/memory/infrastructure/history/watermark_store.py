@@ -184,9 +184,21 @@ def carry_over(database: Database) -> int:
                 saved = conn.execute(_SAVE, _params(records)).fetchone()
                 carried += int(cast(int, saved["saved"])) if saved else 0
         for table in tables:
-            conn.execute(f"ALTER TABLE {table} RENAME TO {table}{CARRIED_SUFFIX}")
+            conn.execute(f"ALTER TABLE {table} RENAME TO {_free_name(conn, table)}")
     log.info("history sweep: carried %d watermark(s) over from %s", carried, _OLD_EVENTS)
     return carried
+
+
+def _free_name(conn: Connection[Any], table: str) -> str:
+    """`table` with the carried suffix, numbered when an earlier carry-over took the name (an
+    older version ran again meanwhile and created the library's tables anew)."""
+    name, n = f"{table}{CARRIED_SUFFIX}", 1
+    while True:
+        row = conn.execute("SELECT to_regclass(%s) AS t", (name,)).fetchone()
+        if row is None or row["t"] is None:
+            return name
+        n += 1
+        name = f"{table}{CARRIED_SUFFIX}_{n}"
 
 
 def _load_event_sourced(
