@@ -140,15 +140,22 @@ CANDIDATE_FACTOR = 2
 # graph walk past the windows a selective filter rejects may stop before it finds k.
 EXACT_FILTERED_WINDOWS = 5_000
 
+# Both paths' statements name the org, the model, k and the sample's size as literals, and
+# only the query's vector and filters as parameters: a statement psycopg prepares (from its
+# fifth run on a connection) is then one org's, and PostgreSQL plans it once for that org
+# (a generic plan) instead of at every search (1.5 ms at load 5 on the tenants bench's
+# org, 0.1x the bare top-k). A generic plan for every org could scan a large org's rows
+# for a small one (docs/adr/0117, 0150).
+#
 # Both paths end alike: the k chosen windows, best relevance first, with their event ids.
 _CHOSEN = """
     SELECT b.id, w.source_event_ids, b.similarity, b.relevance, b.windows, b.sampled
-    FROM best b JOIN dw_message_embeddings w ON w.id = b.id AND w.org_id = %(org_id)s
+    FROM best b JOIN dw_message_embeddings w ON w.id = b.id AND w.org_id = {org}
     ORDER BY b.relevance DESC NULLS LAST, b.similarity DESC, b.id
 """
 _RELEVANCE = """
-    CASE WHEN g.n >= %(min_n)s AND g.sd > 0 THEN (s.similarity - g.mean) / g.sd
-         WHEN o.n >= %(min_n)s AND o.sd > 0 THEN (s.similarity - o.mean) / o.sd
+    CASE WHEN g.n >= {min_n} AND g.sd > 0 THEN (s.similarity - g.mean) / g.sd
+         WHEN o.n >= {min_n} AND o.sd > 0 THEN (s.similarity - o.mean) / o.sd
     END
 """
 # Per group: the sample's statistics and its last id (where the rest of the group starts);
@@ -341,8 +348,10 @@ class PostgresWindowEmbeddings:
     # is not read again. Within a group relevance grows with similarity, so the k most
     # relevant windows are among the sample and those. Every selected window's distance is
     # computed once, as in the bare top-k (docs/adr/0138); a group with no more windows than
-    # its sample has exact statistics. Also says how many windows the filters selected when
-    # every group fit in its sample (None when one did not: the org may need an index).
+    # its sample has exact statistics. When the selection is of one group, the rest is read
+    # without testing the group on each row (docs/adr/0150). Also says how many windows the
+    # filters selected when every group fit in its sample (None when one did not: the org
+    # may need an index).
     def _nearest_exact(
         self, org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
     ) -> tuple[list[WindowMatch], int | None]:
@@ -458,13 +467,17 @@ def _row(model: str, w: EmbeddedWindow, pending: bool) -> dict[str, Any]:
     }
 
 
-def _params(org_id: str, model: str, vector: EmbeddingVector, k: int) -> dict[str, Any]:
+def _constants(org_id: str, model: str, k: int) -> dict[str, sql.Composable]:
+    """The literals both paths' statements are formatted with (see _CHOSEN)."""
     return {
-        "org_id": org_id,
-        "model": model,
-        "vector": HalfVector(list(vector.values)),
-        "k": k,
-        "min_n": MIN_DISTRIBUTION,
+        "org": sql.Literal(org_id),
+        "model": sql.Literal(model),
+        "k": sql.Literal(k),
+        "sample": sql.Literal(DISTRIBUTION_SAMPLE),
+        "min_n": sql.Literal(MIN_DISTRIBUTION),
+        "scope": sql.SQL("org_id = {org} AND model = {model}").format(
+            org=sql.Literal(org_id), model=sql.Literal(model)
+        ),
     }
 
 
@@ -481,7 +494,7 @@ def _uuid(value: object) -> uuid.UUID:
     return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
-def _sample(scope: sql.Composable, filters: sql.Composable) -> sql.Composable:
+def _sample(c: dict[str, sql.Composable], filters: sql.Composable) -> sql.Composable:
     """Each script group's first DISTRIBUTION_SAMPLE selected windows in id order, with
     their distance to the query (docs/adr/0138)."""
     return sql.SQL(" UNION ALL ").join(
@@ -489,14 +502,52 @@ def _sample(scope: sql.Composable, filters: sql.Composable) -> sql.Composable:
             """(
             SELECT id, {group}::text AS script_group, embedding <=> %(vector)s AS distance
             FROM dw_message_embeddings WHERE {scope} AND script_group = {group}{filters}
-            ORDER BY id LIMIT %(sample)s)"""
-        ).format(scope=scope, group=sql.Literal(g.value), filters=filters)
+            ORDER BY id LIMIT {sample})"""
+        ).format(group=sql.Literal(g.value), filters=filters, **c)
         for g in ScriptGroup
     )
 
 
-def _with_sample(params: dict[str, Any]) -> None:
-    params["sample"] = DISTRIBUTION_SAMPLE
+def _ranked(
+    c: dict[str, sql.Composable],
+    filters: sql.Composable,
+    scans: sql.Composable,
+    source: sql.Composable,
+) -> sql.Composed:
+    """Both paths' statement: the samples and their statistics, the path's own `scans`
+    (the CTE `scans`), the k most relevant of the samples and `source` (`best`), and the
+    chosen windows' event ids."""
+    return sql.SQL(
+        """
+        WITH sample AS MATERIALIZED ({sample}), {statistics},
+             scans AS MATERIALIZED ({scans}), {best}
+        {chosen}
+        """
+    ).format(
+        sample=_sample(c, filters),
+        statistics=sql.SQL(_STATISTICS),
+        scans=scans,
+        best=_best(c, source),
+        chosen=sql.SQL(_CHOSEN).format(**c),
+    )
+
+
+def _best(c: dict[str, sql.Composable], source: sql.Composable) -> sql.Composable:
+    """The `best` CTE both paths share: the k most relevant of the sample's windows and the
+    rows of `source` (id, script_group, distance: windows outside the sample), each
+    standardised against its group's statistics (or the whole set's, memory.domain.relevance)."""
+    return sql.SQL(
+        """best AS (
+            SELECT s.id, s.similarity, {relevance} AS relevance, o.n AS windows,
+                   o.largest >= {sample} AS sampled
+            FROM (SELECT id, script_group, 1 - distance AS similarity FROM sample
+                  UNION ALL
+                  SELECT id, script_group, 1 - distance FROM {source}) s
+            JOIN groups g USING (script_group) CROSS JOIN overall o
+            ORDER BY relevance DESC NULLS LAST, s.similarity DESC, s.id
+            LIMIT {k}
+        )"""
+    ).format(relevance=sql.SQL(_RELEVANCE).format(**c), source=source, **c)
 
 
 def exact_statement(
@@ -504,44 +555,40 @@ def exact_statement(
 ) -> tuple[sql.Composed, dict[str, Any]]:
     """The exact path's statement and its parameters (its own function: the benchmarks
     and tests explain it)."""
-    params = _params(org_id, model, vector, k)
-    _with_sample(params)
+    params: dict[str, Any] = {"vector": HalfVector(list(vector.values))}
     filters = window_filters(query, params)
-    scope = sql.SQL("org_id = %(org_id)s AND model = %(model)s")
-    rest = sql.SQL(" UNION ALL ").join(
+    c = _constants(org_id, model, k)
+    # When the selection holds one script group and it outgrew its sample (a group's sample
+    # is empty only if the filters select none of its windows), the rest is every selected
+    # window past the sample: no group condition on each row (script_group is the row's
+    # last column: testing it costs 0.2x the bare top-k's scan, docs/adr/0150), and the
+    # group's name comes from the statistics.
+    alone = sql.SQL(
+        """(
+        SELECT id, (SELECT script_group FROM groups LIMIT 1) AS script_group,
+               embedding <=> %(vector)s AS distance
+        FROM dw_message_embeddings WHERE {scope}{filters}
+          AND (SELECT count(*) = 1 AND min(n) >= {sample} FROM groups)
+          AND (id > (SELECT last FROM groups LIMIT 1)) IS TRUE
+        ORDER BY distance LIMIT {k})"""
+    ).format(filters=filters, **c)
+    # Otherwise one scan per group larger than its sample, past its sample's last id.
+    per_group = [
         sql.SQL(
             """(
             SELECT id, {group}::text AS script_group, embedding <=> %(vector)s AS distance
             FROM dw_message_embeddings WHERE {scope} AND script_group = {group}{filters}
-              AND EXISTS (SELECT 1 FROM groups
-                          WHERE script_group = {group} AND n >= %(sample)s)
+              AND (SELECT count(*) > 1
+                          AND count(*) FILTER (WHERE script_group = {group}
+                                                 AND n >= {sample}) = 1
+                   FROM groups)
               AND (id > (SELECT last FROM groups WHERE script_group = {group})) IS TRUE
-            ORDER BY distance LIMIT %(k)s)"""
-        ).format(scope=scope, group=sql.Literal(g.value), filters=filters)
+            ORDER BY distance LIMIT {k})"""
+        ).format(group=sql.Literal(g.value), filters=filters, **c)
         for g in ScriptGroup
-    )
-    statement = sql.SQL(
-        """
-        WITH sample AS MATERIALIZED ({sample}), {statistics}, rest AS ({rest}), best AS (
-            SELECT s.id, s.similarity, {relevance} AS relevance, o.n AS windows,
-                   o.largest >= %(sample)s AS sampled
-            FROM (SELECT id, script_group, 1 - distance AS similarity FROM sample
-                  UNION ALL
-                  SELECT id, script_group, 1 - distance FROM rest) s
-            JOIN groups g USING (script_group) CROSS JOIN overall o
-            ORDER BY relevance DESC NULLS LAST, s.similarity DESC, s.id
-            LIMIT %(k)s
-        )
-        {chosen}
-        """
-    ).format(
-        sample=_sample(scope, filters),
-        statistics=sql.SQL(_STATISTICS),
-        rest=rest,
-        relevance=sql.SQL(_RELEVANCE),
-        chosen=sql.SQL(_CHOSEN),
-    )
-    return statement, params
+    ]
+    scans = sql.SQL(" UNION ALL ").join([alone, *per_group])
+    return _ranked(c, filters, scans, sql.SQL("scans")), params
 
 
 def index_path_settings(candidates: int) -> dict[str, str]:
@@ -559,15 +606,14 @@ def indexed_statement(
 ) -> tuple[sql.Composed, dict[str, Any]]:
     """The index path's statement and its parameters (its own function: the benchmark
     explains it)."""
-    params = _params(org_id, model, vector, k)
-    _with_sample(params)
-    params["candidates"] = k * CANDIDATE_FACTOR
+    params: dict[str, Any] = {
+        "vector": HalfVector(list(vector.values)),
+        "candidates": k * CANDIDATE_FACTOR,
+    }
     filters = window_filters(query, params)
+    c = _constants(org_id, model, k)
     distance = sql.SQL("embedding::halfvec({d}) <=> %(vector)s::halfvec({d})").format(
         d=sql.Literal(dims)
-    )
-    scope = sql.SQL("org_id = {org} AND model = {model}").format(
-        org=sql.Literal(org_id), model=sql.Literal(model)
     )
     # One scan per script group larger than its sample, each on its group's index (the
     # group is a literal, so the planner matches the index's predicate), and beside it the
@@ -579,40 +625,18 @@ def indexed_statement(
             SELECT id, script_group, {distance} AS distance FROM dw_message_embeddings
             WHERE {scope} AND script_group = {group} AND {pending}{filters}
               AND EXISTS (SELECT 1 FROM groups
-                          WHERE script_group = {group} AND n >= %(sample)s)
+                          WHERE script_group = {group} AND n >= {sample})
             ORDER BY {distance} LIMIT %(candidates)s)"""
         ).format(
             distance=distance,
-            scope=scope,
             group=sql.Literal(g.value),
             pending=sql.SQL(pending),
             filters=filters,
+            **c,
         )
         for g in ScriptGroup
         for pending in ("NOT index_pending", "index_pending")
     )
-    statement = sql.SQL(
-        """
-        WITH sample AS MATERIALIZED ({sample}), {statistics}, candidates AS MATERIALIZED (
-            {scans}
-        ), best AS (
-            SELECT s.id, s.similarity, {relevance} AS relevance, o.n AS windows,
-                   o.largest >= %(sample)s AS sampled
-            FROM (SELECT id, script_group, 1 - distance AS similarity FROM sample
-                  UNION ALL
-                  SELECT id, script_group, 1 - distance FROM candidates c
-                  WHERE NOT EXISTS (SELECT 1 FROM sample x WHERE x.id = c.id)) s
-            JOIN groups g USING (script_group) CROSS JOIN overall o
-            ORDER BY relevance DESC NULLS LAST, s.similarity DESC, s.id
-            LIMIT %(k)s
-        )
-        {chosen}
-        """
-    ).format(
-        sample=_sample(scope, filters),
-        statistics=sql.SQL(_STATISTICS),
-        scans=scans,
-        relevance=sql.SQL(_RELEVANCE),
-        chosen=sql.SQL(_CHOSEN),
-    )
-    return statement, params
+    # The walk finds the sample's windows too: each is kept once, from the sample.
+    source = sql.SQL("scans c WHERE NOT EXISTS (SELECT 1 FROM sample x WHERE x.id = c.id)")
+    return _ranked(c, filters, scans, source), params
