@@ -77,11 +77,12 @@ def walked(runtime: HistoryRuntime, kit: Any, *, with_tail: bool) -> set[str]:
     """The event ids of the index path's statement's answer, the planner made to walk the
     indexes (a table this small is cheaper to scan), with or without the tails' scans."""
     vector = runtime.model.embed_query(QUERY)
-    statement, params = indexed_statement(
-        "acme", MODEL, vector, HistoryQuery(QUERY, limit=10), 10, 1024
-    )
-    # 40 windows fit in a sample: make it small, so that the group is walked.
-    params["sample"] = 2
+    with pytest.MonkeyPatch.context() as patch:
+        # 40 windows fit in a sample: make it small, so that the group is walked.
+        patch.setattr(embeddings, "DISTRIBUTION_SAMPLE", 2)
+        statement, params = indexed_statement(
+            "acme", MODEL, vector, HistoryQuery(QUERY, limit=10), 10, 1024
+        )
     with kit.database.connection() as conn:
         text = statement.as_string(conn)
         if not with_tail:
