@@ -10,8 +10,8 @@ partition's lag count 24.6 ms instead of 0.05 ms (docs/adr/0136). A generic plan
 the org as an average one, which leaves the primary key and the partition's timeline the
 cheapest whatever the statistics say. Only for statements whose every condition an index
 serves: a generic plan guesses a third for each range condition, which can turn a probe for
-rows outside a range into a scan. Used by the upsert's check, the lag count and a
-partition's reads alone (`read_main`, `read_late`; docs/adr/0136).
+rows outside a range into a scan. Used by the upsert's check and the lag count; a partition's
+reads are ordered for its own indexes instead (`chat_events`, docs/adr/0136).
 """
 
 from __future__ import annotations

@@ -97,10 +97,15 @@ _INSERT_PARTITIONS = sql.SQL(
 _PARTITION = sql.SQL(
     "org_id = %(org_id)s AND provider = %(provider)s AND external_channel_id = %(channel_id)s"
 )
-_READ_MANY_SETTINGS = (
-    "SET LOCAL enable_sort = off",
-    "SET LOCAL enable_incremental_sort = off",
-    "SET LOCAL jit = off",
+# For the rest of the transaction, a partition's reads take their order from its indexes: with
+# no sort to fall back on, a stream ordered by (occurred_at, event_id) can come only from the
+# timeline index and one ordered by ingest_seq only from the ingest index, whatever the
+# statistics estimate for the org (a new org, not yet analysed, is estimated at one row, and
+# a one-row estimate made the narrower (org_id, occurred_at) index look cheapest: it then
+# scanned the org's every row per partition). JIT would compile for the penalised cost.
+_PARTITION_ORDER = (
+    "SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort',"
+    " 'off', true), set_config('jit', 'off', true)"
 )
 # A partition named by the `marks` row of `read_main_many`.
 _PARTITION_OF_MARKS = sql.SQL(
@@ -115,8 +120,10 @@ _OUT_OF_RANGE = sql.SQL("(occurred_at < %(earliest)s OR occurred_at > %(latest)s
 # and scans the table for the first: 40 ms per partition, 2.9-4.5 s per slice of 128
 # (docs/adr/0136).
 _HAS_OUT_OF_RANGE = sql.SQL(
-    "coalesce((SELECT min(occurred_at) FROM dw_chat_events WHERE {p}) < %(earliest)s"
-    " OR (SELECT max(occurred_at) FROM dw_chat_events WHERE {p}) > %(latest)s, false)"
+    "coalesce((SELECT occurred_at FROM dw_chat_events WHERE {p}"
+    " ORDER BY occurred_at, event_id LIMIT 1) < %(earliest)s"
+    " OR (SELECT occurred_at FROM dw_chat_events WHERE {p}"
+    " ORDER BY occurred_at DESC, event_id DESC LIMIT 1) > %(latest)s, false)"
 )
 # Rows left to re-index, in key order after a cursor (docs/adr/0051).
 _STALE = sql.SQL(
@@ -318,10 +325,11 @@ class PostgresChatEventLog:
         statement = sql.SQL(
             """
             WITH state AS (
-                SELECT (SELECT coalesce(max(ingest_seq), 0) FROM dw_chat_events WHERE {p})
-                           AS horizon,
-                       EXISTS (SELECT 1 FROM dw_chat_events
-                               WHERE {p} AND {e} AND {r} AND {late}) AS late,
+                SELECT coalesce((SELECT ingest_seq FROM dw_chat_events WHERE {p}
+                                 ORDER BY ingest_seq DESC LIMIT 1), 0) AS horizon,
+                       coalesce((SELECT TRUE FROM dw_chat_events
+                                 WHERE {p} AND {e} AND {r} AND {late}
+                                 ORDER BY ingest_seq LIMIT 1), FALSE) AS late,
                        {out} AS out_of_range),
                  stream AS (
                 SELECT {columns} FROM dw_chat_events
@@ -341,11 +349,13 @@ class PostgresChatEventLog:
             columns=_MESSAGE_COLUMNS,
         )
         with self._db.connection() as conn:
-            # Planned for a new org's value before it is analysed (one row estimated), the
-            # horizon and the first and last instants scanned the org's every row through
-            # (org_id, occurred_at): 77-98 ms per read of one partition among 30,000 rows,
-            # 3-6 ms planned for any org, on the partition's own indexes (docs/adr/0136).
-            plan_for_any_org(conn)
+            # Each part of the read is ordered so that only the partition's own indexes
+            # serve it (`_PARTITION_ORDER`): planned for a new org's value before it was
+            # analysed, the horizon and the first and last instants scanned the org's every
+            # row through (org_id, occurred_at), 77-98 ms per read of one partition among
+            # 30,000 rows; planned for any org, the stream did, among 1,000 small orgs
+            # (docs/adr/0136).
+            conn.execute(_PARTITION_ORDER)
             rows = conn.execute(statement, params).fetchall()
         return _main_read(rows, limit)
 
@@ -379,10 +389,11 @@ class PostgresChatEventLog:
                     WITH ORDINALITY AS m(m_org, m_provider, m_channel, m_at, m_id, m_seen, m_i)
             ), state AS MATERIALIZED (  -- once per partition, not once per message
                 SELECT marks.*,
-                       (SELECT coalesce(max(ingest_seq), 0) FROM dw_chat_events WHERE {p})
-                           AS horizon,
-                       EXISTS (SELECT 1 FROM dw_chat_events
-                               WHERE {p} AND {e} AND {r} AND {late}) AS late,
+                       coalesce((SELECT ingest_seq FROM dw_chat_events WHERE {p}
+                                 ORDER BY ingest_seq DESC LIMIT 1), 0) AS horizon,
+                       coalesce((SELECT TRUE FROM dw_chat_events
+                                 WHERE {p} AND {e} AND {r} AND {late}
+                                 ORDER BY ingest_seq LIMIT 1), FALSE) AS late,
                        {out} AS out_of_range
                 FROM marks)
             SELECT state.m_i, state.horizon, state.late, state.out_of_range, stream.*
@@ -407,8 +418,7 @@ class PostgresChatEventLog:
             # sort, scanning the org's rows per partition (700 ms per slice of 128 at
             # 10,000 partitions, 1.3 ms once analysed): no sort leaves it the timeline
             # index's order; JIT would compile for the penalised cost (docs/adr/0115).
-            for setting in _READ_MANY_SETTINGS:
-                conn.execute(setting)
+            conn.execute(_PARTITION_ORDER)
             rows = conn.execute(statement, params).fetchall()
         by_mark: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for row in rows:
@@ -428,7 +438,7 @@ class PostgresChatEventLog:
             " ORDER BY occurred_at, event_id LIMIT %(limit)s"
         ).format(columns=_MESSAGE_COLUMNS, p=_PARTITION, e=EMBEDDABLE, r=_IN_RANGE, stream=stream)
         with self._db.connection() as conn:
-            plan_for_any_org(conn)  # as `read_main`: the partition's timeline, whatever the org
+            conn.execute(_PARTITION_ORDER)  # as `read_main`: the timeline, whatever the org
             rows = conn.execute(statement, params).fetchall()
         return _read(rows, limit)
 
