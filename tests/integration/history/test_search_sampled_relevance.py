@@ -81,6 +81,13 @@ def stored(kit: Any, org: str = "acme") -> list[Stored]:
     ]
 
 
+TIE = 1e-6  # the statement ranks in float4 arithmetic, the reference in float64
+
+
+def ties(a: float | None, b: float | None) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and abs(a - b) < TIE)
+
+
 def reference(
     rows: list[Stored], query: np.ndarray, k: int, sample: int, channel: str | None = None
 ) -> list[tuple[uuid.UUID, float | None]]:
@@ -112,7 +119,12 @@ def reference(
         selected,
         key=lambda r: (relevance(r) is None, -(relevance(r) or 0.0), -similarity(r), r.id),
     )
-    return [(r.id, relevance(r)) for r in ranked[:k]]
+    top = [(r.id, relevance(r)) for r in ranked]
+    # The windows past the k-th that tie with it: either may be the k-th (assert_same).
+    last = k
+    while last < len(top) and ties(top[last][1], top[k - 1][1]):
+        last += 1
+    return top[:last]
 
 
 def nearest(runtime: HistoryRuntime, query: HistoryQuery) -> list[tuple[uuid.UUID, float | None]]:
@@ -123,8 +135,20 @@ def nearest(runtime: HistoryRuntime, query: HistoryQuery) -> list[tuple[uuid.UUI
 
 
 def assert_same(found: list[Any], expected: list[Any]) -> None:
-    assert [f[0] for f in found] == [e[0] for e in expected]
-    assert [f[1] for f in found] == pytest.approx([e[1] for e in expected], abs=1e-3)
+    """The same windows in the same order, but windows whose relevances tie (two windows of
+    one group at one similarity) may come in either order, and a tie at the k-th place may
+    be broken either way: the two computations round differently."""
+    places = len(found)
+    assert all(ties(e[1], expected[places - 1][1]) for e in expected[places:]), (
+        f"{len(expected)} windows expected, {places} found"
+    )
+    assert [f[1] for f in found] == pytest.approx([e[1] for e in expected[:places]], abs=1e-3)
+    assert len({f[0] for f in found}) == places
+    for place, (window, _) in enumerate(found):
+        tied = {e[0] for e in expected if ties(e[1], expected[place][1])}
+        assert window == expected[place][0] or window in tied, (
+            f"place {place}: {window} where the reference has {expected[place][0]}"
+        )
 
 
 def query_vector(runtime: HistoryRuntime) -> np.ndarray:
@@ -152,7 +176,7 @@ def test_the_exact_path_standardises_against_each_groups_sample_and_ranks_every_
         # The sample is smaller than the groups: the statistics are an estimate, not those
         # of every window (ADR 0112's exact figures are kept only for small groups).
         exact = reference(stored(kit), query_vector(runtime), 10, 10_000, channel)
-        assert [e[1] for e in expected] != pytest.approx([e[1] for e in exact], abs=1e-3)
+        assert [e[1] for e in expected[:10]] != pytest.approx([e[1] for e in exact[:10]], abs=1e-3)
 
 
 @pytest.mark.parametrize("channel", [None, "A"])
