@@ -21,6 +21,9 @@ from tests.e2e.processes import HASH_MODELS, memory_cli
 
 from memory.infrastructure.postgres.embedded import with_database
 
+# 48 cases, each a real `memory` process: minutes in all (docs/testing.md).
+pytestmark = pytest.mark.long(seconds=165)
+
 SURROGATE = "must not contain lone surrogates (not valid Unicode text)"
 NUL = "must not contain NUL characters"
 CONTROL = "must not contain control characters"

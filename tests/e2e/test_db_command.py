@@ -17,7 +17,7 @@ from memory.entrypoints.db_cli import EXIT_NOT_RUNNING
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, free_port
 
 # Minutes of real servers and clusters: its file starts first under xdist (docs/adr/0143).
-pytestmark = pytest.mark.long(seconds=60)
+pytestmark = pytest.mark.long(seconds=55)
 
 
 def _status(home: Path) -> dict[str, object]:

@@ -29,7 +29,7 @@ from tests.e2e.processes import HASH_MODELS, serve, stack_traces, terminate, wai
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
 
 # Minutes of real servers and clusters: its file starts first under xdist (docs/adr/0143).
-pytestmark = pytest.mark.long(seconds=45)
+pytestmark = pytest.mark.long(seconds=75)
 REPLICAS = 3
 # The bound: a standby takes over, and every acknowledged store is searchable through
 # the survivors, within 5 s of the leader's death.

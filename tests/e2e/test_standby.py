@@ -20,7 +20,7 @@ from tests.e2e.test_backup_restore import _cli_json, _serve, _until
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, free_port
 
 # Minutes of real servers and clusters: its file starts first under xdist (docs/adr/0143).
-pytestmark = pytest.mark.long(seconds=70)
+pytestmark = pytest.mark.long(seconds=65)
 SYNCHRONOUS = {"MEMORY_DATABASE_SYNCHRONOUS_STANDBY": "on"}
 
 

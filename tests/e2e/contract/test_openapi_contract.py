@@ -30,7 +30,7 @@ POSITIVE_SECONDS = 600
 # service refuses, and `accepts_schema_valid_data` says which refusals JSON Schema cannot
 # state). Every operation must get its cases: an operation the run never reached (a schema
 # schemathesis cannot generate from, a run that generated nothing) fails the test.
-@pytest.mark.long(seconds=60)
+@pytest.mark.long(seconds=120)
 @pytest.mark.timeout(POSITIVE_SECONDS + 60)
 def test_every_operation_keeps_its_contract(
     served: str, tmp_path: Path, record_property: Callable[[str, object], None]
