@@ -13,7 +13,7 @@ from tests.model.conftest import LOCAL, ModelTier
 from memory.entrypoints.cli import main
 
 # The relevance acceptance runs the whole precision set through the model: minutes.
-pytestmark = [pytest.mark.model, pytest.mark.long(seconds=175)]
+pytestmark = [pytest.mark.model, pytest.mark.long(seconds=150)]
 
 # A multilingual model worth rolling out answers at least this share of the check's
 # questions across languages in its top 3 (e5-small: 0.83, see docs/rollout.md).
