@@ -19,7 +19,9 @@ def statements_of_a_search(kit, runtime: HistoryRuntime, org: str, monkeypatch) 
 def test_a_search_issues_as_many_statements_with_200_partitions_as_with_one(
     make_runtime, kit, monkeypatch
 ) -> None:
-    runtime: HistoryRuntime = make_runtime()
+    # A long query-embedding timeout: a loaded machine must not degrade the search (a
+    # degraded search issues other statements).
+    runtime: HistoryRuntime = make_runtime(history_query_embed_timeout=60.0)
     kit.enable_semantic(runtime)
     for org, count in (("small", 1), ("large", 200)):
         runtime.service.ingest(
