@@ -33,15 +33,14 @@ MODEL = "hash:1024"
 
 def seed(runtime: HistoryRuntime, kit: Any, org: str = "acme") -> None:
     """40 windows of chatter (one per channel), then the org's index built."""
-    kit.enable_semantic(runtime)
-    runtime.service.ingest(
+    kit.swept(
+        runtime,
         org,
         [
             kit.message(f"c{n}", 0, f"{CHATTER[n % len(CHATTER)]} {n}", channel=f"C{n}")
             for n in range(40)
         ],
     )
-    runtime.service.sweep(trigger="t")
     semantic(runtime, org)
     built = runtime.window_indexes.build_next()
     assert built is not None and built.org_id == org

@@ -180,17 +180,22 @@ def test_an_event_sourced_database_is_carried_over_with_nothing_lost(database: D
     assert state(store.get(parts[0], "m")) == state(w)
 
 
-def test_a_watermark_saved_since_wins_over_its_old_stream(database: Database) -> None:
+def save_in_old_stream(database: Database, partition: Partition, at: WatermarkMark) -> None:
+    """A watermark advanced to `at`, saved the way the versions before ADR 0148 saved it."""
     old = OldSweepWatermarks(
         EventStoreConnection.for_database(database).env(HISTORY_SWEEP_APPLICATION)
     )
-    p = Partition("acme", "slack", "C1")
     try:
-        w = new_watermark(p, "m")
-        w.advance(mark(1), embedded=[], skipped=0)
+        w = new_watermark(partition, "m")
+        w.advance(at, embedded=[], skipped=0)
         old.save(w)
     finally:
         old.close()
+
+
+def test_a_watermark_saved_since_wins_over_its_old_stream(database: Database) -> None:
+    p = Partition("acme", "slack", "C1")
+    save_in_old_stream(database, p, mark(1))
     newer = new_watermark(p, "m")
     newer.advance(mark(5), embedded=[], skipped=0)
     PostgresSweepWatermarks(database).store(newer)
@@ -198,16 +203,8 @@ def test_a_watermark_saved_since_wins_over_its_old_stream(database: Database) ->
     assert PostgresSweepWatermarks(database).get(p, "m").mark == mark(5)
     # An older version started again (its library created its tables anew) and saved one
     # more: the next start carries it over too, keeping both old tables.
-    old = OldSweepWatermarks(
-        EventStoreConnection.for_database(database).env(HISTORY_SWEEP_APPLICATION)
-    )
     other = Partition("acme", "slack", "C2")
-    try:
-        w = new_watermark(other, "m")
-        w.advance(mark(2), embedded=[], skipped=0)
-        old.save(w)
-    finally:
-        old.close()
+    save_in_old_stream(database, other, mark(2))
     assert carry_over(database) == 1
     assert PostgresSweepWatermarks(database).get(other, "m").mark == mark(2)
     with database.connection() as conn:
