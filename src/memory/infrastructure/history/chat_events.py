@@ -125,6 +125,29 @@ _HAS_OUT_OF_RANGE = sql.SQL(
     " OR (SELECT occurred_at FROM dw_chat_events WHERE {p}"
     " ORDER BY occurred_at DESC, event_id DESC LIMIT 1) > %(latest)s, false)"
 )
+# A partition's state for its main read (docs/adr/0030): its horizon (the last ingest_seq),
+# whether late messages wait and whether it holds rows outside the accepted range, each
+# ordered so that only the partition's own indexes serve it (`_PARTITION_ORDER`).
+_PARTITION_STATE = sql.SQL(
+    "coalesce((SELECT ingest_seq FROM dw_chat_events WHERE {p}"
+    " ORDER BY ingest_seq DESC LIMIT 1), 0) AS horizon,"
+    " coalesce((SELECT TRUE FROM dw_chat_events WHERE {p} AND {e} AND {r} AND {late}"
+    " ORDER BY ingest_seq LIMIT 1), FALSE) AS late,"
+    " {out} AS out_of_range"
+)
+
+
+def _partition_state(partition: sql.Composable, late: sql.Composable) -> sql.Composed:
+    """`_PARTITION_STATE` for the partition `partition` names, late messages being `late`."""
+    return _PARTITION_STATE.format(
+        p=partition,
+        e=EMBEDDABLE,
+        r=_IN_RANGE,
+        late=late,
+        out=_HAS_OUT_OF_RANGE.format(p=partition),
+    )
+
+
 # Rows left to re-index, in key order after a cursor (docs/adr/0051).
 _STALE = sql.SQL(
     """
@@ -325,12 +348,7 @@ class PostgresChatEventLog:
         statement = sql.SQL(
             """
             WITH state AS (
-                SELECT coalesce((SELECT ingest_seq FROM dw_chat_events WHERE {p}
-                                 ORDER BY ingest_seq DESC LIMIT 1), 0) AS horizon,
-                       coalesce((SELECT TRUE FROM dw_chat_events
-                                 WHERE {p} AND {e} AND {r} AND {late}
-                                 ORDER BY ingest_seq LIMIT 1), FALSE) AS late,
-                       {out} AS out_of_range),
+                SELECT {state}),
                  stream AS (
                 SELECT {columns} FROM dw_chat_events
                 WHERE {p} AND {e} AND {r} AND {main} AND NOT (SELECT late FROM state)
@@ -340,11 +358,10 @@ class PostgresChatEventLog:
             ORDER BY stream.occurred_at, stream.event_id
             """
         ).format(
+            state=_partition_state(_PARTITION, streams.late()),
             p=_PARTITION,
             e=EMBEDDABLE,
             r=_IN_RANGE,
-            out=_HAS_OUT_OF_RANGE.format(p=_PARTITION),
-            late=streams.late(),
             main=streams.main_stream(),
             columns=_MESSAGE_COLUMNS,
         )
@@ -388,14 +405,7 @@ class PostgresChatEventLog:
                                      %(ids)s::text[], %(seen)s::bigint[])
                     WITH ORDINALITY AS m(m_org, m_provider, m_channel, m_at, m_id, m_seen, m_i)
             ), state AS MATERIALIZED (  -- once per partition, not once per message
-                SELECT marks.*,
-                       coalesce((SELECT ingest_seq FROM dw_chat_events WHERE {p}
-                                 ORDER BY ingest_seq DESC LIMIT 1), 0) AS horizon,
-                       coalesce((SELECT TRUE FROM dw_chat_events
-                                 WHERE {p} AND {e} AND {r} AND {late}
-                                 ORDER BY ingest_seq LIMIT 1), FALSE) AS late,
-                       {out} AS out_of_range
-                FROM marks)
+                SELECT marks.*, {state} FROM marks)
             SELECT state.m_i, state.horizon, state.late, state.out_of_range, stream.*
             FROM state LEFT JOIN LATERAL (
                 SELECT {columns} FROM dw_chat_events
@@ -404,11 +414,10 @@ class PostgresChatEventLog:
             ORDER BY state.m_i, stream.occurred_at, stream.event_id
             """
         ).format(
+            state=_partition_state(_PARTITION_OF_MARKS, LATE_OF_MARKS),
             p=_PARTITION_OF_MARKS,
             e=EMBEDDABLE,
             r=_IN_RANGE,
-            out=_HAS_OUT_OF_RANGE.format(p=_PARTITION_OF_MARKS),
-            late=LATE_OF_MARKS,
             main=MAIN_STREAM_OF_MARKS,
             columns=_MESSAGE_COLUMNS,
         )
