@@ -139,8 +139,28 @@ def pg_admin_url() -> Iterator[str]:
     try:
         yield url
     finally:
+        _log_server_cpu(cluster)
         cluster.stop()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def _log_server_cpu(cluster: EmbeddedPostgres) -> None:
+    """With MEMORY_TEST_CPU_LOG set, append the session cluster's CPU seconds (the postmaster
+    and every backend it reaped: /proc/<pid>/stat utime, stime, cutime, cstime) to that file:
+    the server's share of a run's CPU, which the pytest process tree's own times leave out
+    (pg_ctl detaches the server). docs/testing.md, "How long it takes"."""
+    target = os.environ.get("MEMORY_TEST_CPU_LOG")
+    if not target:
+        return
+    try:
+        pid = (cluster.paths.data / "postmaster.pid").read_text().split()[0]
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return
+    seconds = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with Path(target).open("a", encoding="utf-8") as log:
+        log.write(f"postgres {worker} {seconds:.1f}\n")
 
 
 @pytest.fixture(scope="session")
