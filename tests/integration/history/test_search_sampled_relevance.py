@@ -237,9 +237,11 @@ def test_a_selective_filter_on_an_org_with_an_index_is_scanned_exactly(
         assert nearest(indexed, query) == expected
         with monkeypatch.context() as walk_only:
             walk_only.setattr(embeddings, "EXACT_FILTERED_WINDOWS", 0)
-            # One tuple per group's walk: how many of 8 a walk reaches before giving up
-            # depends on the graph the build drew (one run in many found them all).
-            walk_only.setattr(embeddings, "HISTORY_MAX_SCAN_TUPLES", 1)
+            # A walk that keeps one candidate and visits one tuple past it (the settings
+            # override the candidates' count): with 2k candidates, which windows a walk
+            # reaches depends on the graph the build drew, and one run in many found them all.
+            walk_only.setitem(embeddings.INDEX_PATH_SETTINGS, "hnsw.ef_search", "1")
+            walk_only.setitem(embeddings.INDEX_PATH_SETTINGS, "hnsw.max_scan_tuples", "1")
             walked = nearest(indexed, query)
         assert len(walked) < len(expected), "the walk alone returns fewer: the test can fail"
 
