@@ -52,9 +52,11 @@ def run_schemathesis(
     timeout: float,
     config: str = "",
     workers: int = 1,
+    operation_ids: Sequence[str] = (),
 ) -> FuzzRun:
-    """One `schemathesis run` of `phases` against `served`; asserts that it passed (any
-    failed check, error or crash fails the calling test, with the CLI's report)."""
+    """One `schemathesis run` of `phases` against `served`, over the operations named in
+    `operation_ids` (none: every one); asserts that it passed (any failed check, error or
+    crash fails the calling test, with the CLI's report)."""
     config_file = workdir / f"{name}.toml"
     config_file.write_text(config, "utf-8")
     events = workdir / f"{name}.ndjson"
@@ -76,6 +78,7 @@ def run_schemathesis(
             "--report=ndjson",
             f"--report-ndjson-path={events}",
             "--no-color",
+            *(f"--include-operation-id={operation_id}" for operation_id in operation_ids),
         ],
         cwd=workdir,  # its cache and hypothesis's database go there, not into the repository
         env=environment,
