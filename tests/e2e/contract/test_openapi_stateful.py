@@ -33,7 +33,7 @@ STATEFUL_PASSES = 6
 STATEFUL_SECONDS = 600
 
 
-@pytest.mark.long(seconds=60)
+@pytest.mark.long(seconds=25)
 @pytest.mark.timeout(STATEFUL_SECONDS + 120)
 def test_linked_sequences_keep_the_contract(
     served: str, tmp_path: Path, record_property: Callable[[str, object], None]
