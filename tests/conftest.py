@@ -1,8 +1,13 @@
 """Shared fixtures: one real PostgreSQL + pgvector cluster per test session, and a fresh
-database per test cloned from a template that already has the `vector` extension.
+database per test cloned from a template.
 
-Cloning takes a few hundred milliseconds of server I/O, so a background thread clones the
-next databases while tests run (`ClonedDatabases`): a test takes one that is ready."""
+Two templates are built at the start of each session, from this checkout's code: one with
+only the `vector` extension (`empty_database_url`, for the tests of migrating), and one that
+the package's migrations and the event store's tables were applied to (`database_url`, for
+every other test: a runtime or app built on it finds nothing left to create; docs/adr/0159).
+
+Cloning takes server I/O, so a background thread clones the next migrated databases while
+tests run (`ClonedDatabases`): a test takes one that is ready."""
 
 from __future__ import annotations
 
@@ -36,7 +41,10 @@ from memory.infrastructure.settings import Settings
 # A run in which a test was skipped fails (docs/testing.md: nothing is skipped).
 pytest_plugins = ("tests.no_skips",)
 
+# The `vector` extension only: what a database is before `memory` first starts on it.
 TEMPLATE_DB = "memory_test_template"
+# TEMPLATE_DB migrated, with the event store's tables (`_build_migrated_template`).
+MIGRATED_TEMPLATE_DB = "memory_test_migrated"
 # Databases cloned ahead of the tests that will take them.
 CLONES_AHEAD = 3
 CLONE_WAIT_SECONDS = 120
@@ -46,8 +54,9 @@ class ClonedDatabases:
     """Fresh databases cloned from the template by a background thread, `CLONES_AHEAD` at a
     time, so a test never waits for its clone unless tests outrun the server."""
 
-    def __init__(self, admin_url: str) -> None:
+    def __init__(self, admin_url: str, template: str) -> None:
         self._admin_url = admin_url
+        self._template = template
         self._ready: queue.Queue[str | BaseException] = queue.Queue(maxsize=CLONES_AHEAD)
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._clone_ahead, name="clone-ahead", daemon=True)
@@ -75,13 +84,7 @@ class ClonedDatabases:
         try:
             with psycopg.connect(self._admin_url, autocommit=True) as conn:
                 while not self._stopping.is_set():
-                    name = f"t_{uuid.uuid4().hex[:16]}"
-                    conn.execute(
-                        sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                            sql.Identifier(name), sql.Identifier(TEMPLATE_DB)
-                        )
-                    )
-                    self._put(name)
+                    self._put(_clone(conn, self._template))
         except BaseException as exc:  # surfaces in the test that waits for a database
             if not self._stopping.is_set():
                 self._put(exc)
@@ -93,6 +96,41 @@ class ClonedDatabases:
                 return
             except queue.Full:
                 continue
+
+
+def _clone(conn: psycopg.Connection[Any], template: str) -> str:
+    """A new database copied from `template` on `conn`'s server; its name."""
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    conn.execute(
+        sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+            sql.Identifier(name), sql.Identifier(template)
+        )
+    )
+    return name
+
+
+def _build_migrated_template(admin_url: str) -> None:
+    """MIGRATED_TEMPLATE_DB: a copy of TEMPLATE_DB that this checkout's migrations were
+    applied to, and the tables the eventsourcing library creates when the policy log and the
+    audit trail are first opened (the same calls a starting server makes). Built each session,
+    so it is never older than the code under test."""
+    from memory.infrastructure.audit.audit_log import PostgresAuditTrail
+    from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(MIGRATED_TEMPLATE_DB), sql.Identifier(TEMPLATE_DB)
+            )
+        )
+    database = Database(with_database(admin_url, MIGRATED_TEMPLATE_DB), min_size=1, max_size=2)
+    database.open()
+    try:
+        database.migrate()
+        PostgresAuditTrail(database)
+        EventSourcedPolicyLog.open(database).close()
+    finally:
+        database.close()
 
 
 # Every app the fixtures build accepts this as an admin key for every org (MEMORY_ADMIN_TOKEN),
@@ -136,6 +174,7 @@ def pg_admin_url() -> Iterator[str]:
     cluster = EmbeddedPostgres(home, durable=False)
     url = cluster.start()
     create_database(url, TEMPLATE_DB)
+    _build_migrated_template(url)
     try:
         yield url
     finally:
@@ -165,7 +204,7 @@ def _log_server_cpu(cluster: EmbeddedPostgres) -> None:
 
 @pytest.fixture(scope="session")
 def cloned_databases(pg_admin_url: str) -> Iterator[ClonedDatabases]:
-    clones = ClonedDatabases(pg_admin_url)
+    clones = ClonedDatabases(pg_admin_url, MIGRATED_TEMPLATE_DB)
     try:
         yield clones
     finally:
@@ -174,8 +213,22 @@ def cloned_databases(pg_admin_url: str) -> Iterator[ClonedDatabases]:
 
 @pytest.fixture
 def database_url(pg_admin_url: str, cloned_databases: ClonedDatabases) -> Iterator[str]:
-    """A fresh, empty database (with pgvector) for one test; dropped afterwards."""
+    """A fresh database for one test, already migrated (with the event store's tables, and
+    no rows but the migrations'); dropped afterwards."""
     name = cloned_databases.take()
+    try:
+        yield with_database(pg_admin_url, name)
+    finally:
+        cloned_databases.drop(name)
+
+
+@pytest.fixture
+def empty_database_url(pg_admin_url: str, cloned_databases: ClonedDatabases) -> Iterator[str]:
+    """A fresh database with nothing in it but the `vector` extension, as an administrator
+    hands it over before `memory` first starts: for the tests of migrating. Dropped
+    afterwards."""
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        name = _clone(conn, TEMPLATE_DB)
     try:
         yield with_database(pg_admin_url, name)
     finally:

@@ -10,8 +10,8 @@ from memory.infrastructure.postgres.database import Database
 STARTERS = 3
 
 
-def test_concurrent_starters_apply_each_migration_once(database_url: str) -> None:
-    databases = [Database(database_url, min_size=1, max_size=2) for _ in range(STARTERS)]
+def test_concurrent_starters_apply_each_migration_once(empty_database_url: str) -> None:
+    databases = [Database(empty_database_url, min_size=1, max_size=2) for _ in range(STARTERS)]
     for database in databases:
         database.open()
     applied: list[list[str]] = []

@@ -41,8 +41,8 @@ def test_restart_keeps_data_and_second_process_attaches(cluster_home: Path) -> N
     assert not again.paths.socket_dir.exists(), "stop removes the socket directory"
 
 
-def test_migrations_apply_once(database_url: str) -> None:
-    db = Database(database_url)
+def test_migrations_apply_once(empty_database_url: str) -> None:
+    db = Database(empty_database_url)
     db.open()
     try:
         first = db.migrate()

@@ -17,9 +17,10 @@ EXECUTIONS = 8
 
 
 @pytest.fixture
-def pooled_url(database_url: str) -> Iterator[str]:
-    # One server session: every client's transactions run on it, as they may on any.
-    with pgbouncer(database_url, pool_size=1) as url:
+def pooled_url(empty_database_url: str) -> Iterator[str]:
+    # One server session: every client's transactions run on it, as they may on any. An
+    # unmigrated database: the test below applies every migration through the direct URL.
+    with pgbouncer(empty_database_url, pool_size=1) as url:
         yield url
 
 
@@ -41,14 +42,14 @@ def _two_clients(database: Database) -> None:
 
 
 def test_statements_repeated_on_the_pooled_url_are_never_prepared(
-    pooled_url: str, database_url: str
+    pooled_url: str, empty_database_url: str
 ) -> None:
-    database = Database(pooled_url, direct_url=database_url, min_size=2, max_size=2)
+    database = Database(pooled_url, direct_url=empty_database_url, min_size=2, max_size=2)
     database.open()
     try:
         assert not database.prepared_statements
         _two_clients(database)
-        database.migrate()  # its session lock goes to the direct URL
+        assert database.migrate()  # its session lock and its DDL go to the direct URL
     finally:
         database.close()
 
