@@ -15,6 +15,7 @@ import logging
 import os
 import queue
 import shutil
+import sys
 import tempfile
 import threading
 import uuid
@@ -40,6 +41,14 @@ from memory.infrastructure.settings import Settings
 
 # A run in which a test was skipped fails (docs/testing.md: nothing is skipped).
 pytest_plugins = ("tests.no_skips",)
+
+# The session's Python processes keep bytecode caches, whatever the environment says: with
+# PYTHONDONTWRITEBYTECODE set, each of them (pytest-xdist's workers, every `memory` command
+# and server a test starts, the pytest runs tests start) compiled `memory` and the tests from
+# source again, and pytest rewrote the assertions of its plugins' modules (schemathesis,
+# hypothesis) at every start: about 3 s of CPU per pytest process (docs/adr/0160).
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+    sys.dont_write_bytecode = False
 
 # The `vector` extension only: what a database is before `memory` first starts on it.
 TEMPLATE_DB = "memory_test_template"
