@@ -3,7 +3,8 @@ models, on a real database): hostile strings, numbers, nesting, types and timest
 bodies, query strings and path segments. No answer may be a 5xx.
 
 Bounded twice: a fixed, seeded case list per route (deterministic), and a wall-clock budget
-after which the seeded extras stop (the fixed hostile corpus always runs)."""
+after which the seeded extras stop (the fixed hostile corpus always runs). The corpus runs on
+both event loops, the extras on asyncio only."""
 
 from __future__ import annotations
 
@@ -314,7 +315,7 @@ def full_app(database_url: str, make_settings: Callable[..., Settings]) -> Calla
     return run
 
 
-async def test_no_hostile_input_gets_a_5xx_on_any_route(full_app) -> None:
+async def test_no_hostile_input_gets_a_5xx_on_any_route(full_app, anyio_backend: str) -> None:
     rng = random.Random(SEED)
     failures: list[str] = []
     sent = 0
@@ -361,8 +362,11 @@ async def test_no_hostile_input_gets_a_5xx_on_any_route(full_app) -> None:
                     continue
                 for case in fixed_cases(route, method, valid_params):
                     await send(case)
+        # The seeded extras combine the corpus's values; what they find does not depend on
+        # the event loop, so they run once, on asyncio (uvicorn's), while the corpus runs on
+        # both (trio is the one that reports an async generator left half-read).
         deadline = time.monotonic() + RANDOM_BUDGET_SECONDS
-        for route in routes:
+        for route in routes if anyio_backend == "asyncio" else ():
             for method in sorted(route.methods or ()):
                 if method == "HEAD":
                     continue
