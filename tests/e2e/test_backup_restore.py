@@ -23,6 +23,7 @@ import httpx
 import psycopg
 import pytest
 from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
+from tests.e2e.drills import home_url, http, memory_here, seeded_home
 from tests.e2e.processes import HASH_MODELS, STARTUP_DEADLINE_SECONDS, memory_cli, terminate
 
 from memory.entrypoints.serve_process import ServeProcess
@@ -42,7 +43,7 @@ class Api:
     def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         headers = kwargs.pop("headers", AUTH_HEADERS)
         timeout = kwargs.pop("timeout", 60.0)
-        return httpx.request(
+        return http.request(
             method, self.proc.base_url + path, headers=headers, timeout=timeout, **kwargs
         )
 
@@ -120,7 +121,7 @@ def _write(api: Api, policy: str, org: str, batch: int, sender: str = "ali") -> 
 def test_restore_drill_until_a_moment_reapplies_later_erasures_and_embeds_nothing_twice(
     cluster_home: Path,
 ) -> None:
-    home = cluster_home / "home"
+    home = seeded_home(cluster_home / "home")
     api = _serve(home)
     try:
         api.ok("PUT", SEMANTIC, json={"enabled": True})
@@ -199,14 +200,12 @@ def test_restore_drill_until_a_moment_reapplies_later_erasures_and_embeds_nothin
 
 def _marker(home: Path) -> list[tuple[Any, ...]]:
     """The rows of a table the tests write, read through the running cluster."""
-    url = memory_cli(home, "db", "url").stdout.strip()
-    with psycopg.connect(url) as conn:
+    with psycopg.connect(home_url(home)) as conn:
         return conn.execute("SELECT n FROM drill_marker ORDER BY n").fetchall()
 
 
 def _mark(home: Path, n: int) -> None:
-    url = memory_cli(home, "db", "url").stdout.strip()
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(home_url(home), autocommit=True) as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS drill_marker (n int)")
         conn.execute("INSERT INTO drill_marker VALUES (%s)", (n,))
 
@@ -220,46 +219,47 @@ class BackedUp:
 @pytest.fixture(scope="module")
 def backed_up() -> Iterator[BackedUp]:
     """A stopped home with the service's tables, one full backup, a row written before it
-    and one after (the tests below refuse restores on it and check nothing changed)."""
+    and one after (the tests below refuse restores on it and check nothing changed). Set
+    up with the commands run in this process (tests/e2e/drills.py)."""
     root = Path(tempfile.mkdtemp(prefix="memory-test-"))
     root.chmod(0o755)
-    home = root / "home"
+    home = seeded_home(root / "home")
     try:
-        assert memory_cli(home, "db", "start").returncode == 0
+        assert memory_here(home, "db", "start").returncode == 0
         try:
-            assert memory_cli(home, "keys", "list").returncode == 0  # migrations
+            assert memory_here(home, "keys", "list").returncode == 0  # migrations
             _mark(home, 1)
             before_backup = datetime.now(UTC)
-            assert memory_cli(home, "db", "backup").returncode == 0
+            assert memory_here(home, "db", "backup").returncode == 0
             _mark(home, 2)
         finally:
-            assert memory_cli(home, "db", "stop", "--force").returncode == 0
+            assert memory_here(home, "db", "stop", "--force").returncode == 0
         yield BackedUp(home, before_backup)
     finally:
-        memory_cli(home, "db", "stop", "--force")
+        memory_here(home, "db", "stop", "--force")
         shutil.rmtree(root, ignore_errors=True)
 
 
 def _unchanged(home: Path) -> None:
     """Both rows, and no restore left half-done."""
-    assert memory_cli(home, "db", "start").returncode == 0
+    assert memory_here(home, "db", "start").returncode == 0
     try:
         assert _marker(home) == [(1,), (2,)]
     finally:
-        memory_cli(home, "db", "stop")
+        memory_here(home, "db", "stop")
     assert not (EmbeddedPostgres(home).paths.data.parent / "data.restore").exists()
 
 
 def test_restore_refuses_times_no_backup_reaches_with_the_reason(backed_up: BackedUp) -> None:
     home = backed_up.home
-    unparsable = memory_cli(home, "db", "restore", "--until", "yesterday")
+    unparsable = memory_here(home, "db", "restore", "--until", "yesterday")
     assert unparsable.returncode == 2 and "--until" in unparsable.stderr
-    zoneless = memory_cli(home, "db", "restore", "--until", "2026-01-01T00:00:00")
+    zoneless = memory_here(home, "db", "restore", "--until", "2026-01-01T00:00:00")
     assert zoneless.returncode == 2 and "time zone" in zoneless.stderr
     future = datetime.now(UTC) + timedelta(days=1)
-    ahead = memory_cli(home, "db", "restore", "--until", future.isoformat())
+    ahead = memory_here(home, "db", "restore", "--until", future.isoformat())
     assert ahead.returncode == 1 and "is in the future" in ahead.stderr
-    early = memory_cli(home, "db", "restore", "--until", backed_up.before_backup.isoformat())
+    early = memory_here(home, "db", "restore", "--until", backed_up.before_backup.isoformat())
     assert early.returncode == 1 and "before the oldest backup" in early.stderr
     _unchanged(home)
 
@@ -268,14 +268,14 @@ def test_restore_refuses_a_home_a_server_runs_on_and_verify_reads_the_backup(
     backed_up: BackedUp,
 ) -> None:
     home = backed_up.home
-    assert memory_cli(home, "db", "start").returncode == 0
+    assert memory_here(home, "db", "start").returncode == 0
     try:
-        owned = memory_cli(home, "db", "restore", "--latest")
+        owned = memory_here(home, "db", "restore", "--latest")
         assert owned.returncode == 1
         assert "is running (memory db start" in owned.stderr, owned.stderr
         assert _marker(home) == [(1,), (2,)]
     finally:
-        assert memory_cli(home, "db", "stop").returncode == 0
+        assert memory_here(home, "db", "stop").returncode == 0
     verified = _cli_json(home, "db", "verify")
     assert verified["verified"] is True and verified["tables_read"] > 5
     _unchanged(home)
@@ -295,17 +295,17 @@ def test_a_corrupt_repository_fails_restore_and_verify_and_changes_nothing(
     corrupt = memory_cli(home, "db", "restore", "--latest")
     assert corrupt.returncode == 1, corrupt.stderr
     assert "nothing was changed" in corrupt.stderr
-    assert memory_cli(home, "db", "verify").returncode == 1
+    assert memory_here(home, "db", "verify").returncode == 1
     _unchanged(home)
 
 
 def test_restore_and_verify_of_a_home_without_backups_say_so(cluster_home: Path) -> None:
     home = cluster_home / "home"
-    assert memory_cli(home, "db", "start").returncode == 0
-    assert memory_cli(home, "db", "stop").returncode == 0
-    empty = memory_cli(home, "db", "restore", "--latest")
+    assert memory_here(home, "db", "start").returncode == 0
+    assert memory_here(home, "db", "stop").returncode == 0
+    empty = memory_here(home, "db", "restore", "--latest")
     assert empty.returncode == 1 and "holds no backup yet" in empty.stderr
-    assert "holds no backup yet" in memory_cli(home, "db", "verify").stderr
+    assert "holds no backup yet" in memory_here(home, "db", "verify").stderr
 
 
 BATCH = 10
@@ -314,7 +314,7 @@ BATCH = 10
 def test_a_backup_taken_during_full_speed_ingest_restores_whole_batches_only(
     cluster_home: Path,
 ) -> None:
-    home = cluster_home / "home"
+    home = seeded_home(cluster_home / "home")
     api = _serve(home)
     acknowledged: list[int] = []
     failures: list[str] = []
@@ -361,16 +361,15 @@ def test_a_backup_taken_during_full_speed_ingest_restores_whole_batches_only(
 
     restored = _cli_json(home, "db", "restore", "--until", backup["restorable_from"])
     assert restored["from_backup"] == backup["label"]
-    assert memory_cli(home, "db", "start").returncode == 0
+    assert memory_here(home, "db", "start").returncode == 0
     try:
-        url = memory_cli(home, "db", "url").stdout.strip()
-        with psycopg.connect(url) as conn:
+        with psycopg.connect(home_url(home)) as conn:
             rows = conn.execute(
                 "SELECT split_part(event_id, '-', 1), count(*) FROM dw_chat_events"
                 " WHERE org_id = 'acme' GROUP BY 1"
             ).fetchall()
     finally:
-        memory_cli(home, "db", "stop")
+        memory_here(home, "db", "stop")
     batches = {int(name[1:]): count for name, count in rows}
     assert set(batches.values()) == {BATCH}, "a batch restored in part"
     assert set(range(20)) <= set(batches), "a batch acknowledged before the backup is missing"

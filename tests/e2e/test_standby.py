@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+from tests.e2e.drills import home_url, memory_here, seeded_home
 from tests.e2e.processes import memory_cli, terminate
 from tests.e2e.test_backup_restore import _cli_json, _serve, _until
 
@@ -48,7 +49,7 @@ def _postmaster_pid(home: Path) -> int:
 def test_kill_9_of_a_synchronous_primary_then_promote_loses_no_acknowledged_event(
     cluster_home: Path,
 ) -> None:
-    primary, standby = cluster_home / "primary", cluster_home / "standby"
+    primary, standby = seeded_home(cluster_home / "primary"), cluster_home / "standby"
     # The primary exists before it waits for a standby (its first writes need none).
     # A fixed port: the standby follows the primary at the address it copied it from.
     port = str(free_port())
@@ -56,7 +57,7 @@ def test_kill_9_of_a_synchronous_primary_then_promote_loses_no_acknowledged_even
     try:
         made = _cli_json(standby, "db", "standby", "--from", str(primary))
         assert made["standby"] == str(standby)
-        assert memory_cli(primary, "db", "stop").returncode == 0
+        assert memory_here(primary, "db", "stop").returncode == 0
         started = memory_cli(primary, "db", "start", "--port", port, **SYNCHRONOUS)
         assert started.returncode == 0, started.stderr
         url = started.stdout.strip()
@@ -103,8 +104,7 @@ def test_kill_9_of_a_synchronous_primary_then_promote_loses_no_acknowledged_even
 
         promoted = _cli_json(standby, "db", "promote")
         assert promoted["promoted"] is True
-        standby_url = memory_cli(standby, "db", "url").stdout.strip()
-        with psycopg.connect(standby_url) as conn:
+        with psycopg.connect(home_url(standby)) as conn:
             stored = {
                 str(r[0])
                 for r in conn.execute(
@@ -124,23 +124,23 @@ def test_kill_9_of_a_synchronous_primary_then_promote_loses_no_acknowledged_even
             terminate(promoted_api.proc)
     finally:
         for home in (primary, standby):
-            memory_cli(home, "db", "stop", "--force")
+            memory_here(home, "db", "stop", "--force")
 
 
 def test_standby_refuses_a_home_that_has_a_cluster_and_a_primary_that_is_not_running(
     cluster_home: Path,
 ) -> None:
     primary, other = cluster_home / "primary", cluster_home / "other"
-    stopped = memory_cli(other, "db", "standby", "--from", str(primary))
+    stopped = memory_here(other, "db", "standby", "--from", str(primary))
     assert stopped.returncode == 1 and "no cluster under" in stopped.stderr
-    assert memory_cli(primary, "db", "start").returncode == 0
+    assert memory_here(seeded_home(primary), "db", "start").returncode == 0
     try:
-        itself = memory_cli(primary, "db", "standby", "--from", str(primary))
+        itself = memory_here(primary, "db", "standby", "--from", str(primary))
         assert itself.returncode == 1 and "already has a cluster" in itself.stderr
-        no_password = memory_cli(other, "db", "standby", "--from", "host=127.0.0.1 port=1")
+        no_password = memory_here(other, "db", "standby", "--from", "host=127.0.0.1 port=1")
         assert no_password.returncode == 1 and "password" in no_password.stderr
         assert not EmbeddedPostgres(other).initialised()
     finally:
-        memory_cli(primary, "db", "stop")
+        memory_here(primary, "db", "stop")
     not_running = memory_cli(other, "db", "standby", "--from", str(primary))
     assert not_running.returncode == 1 and "is not running" in not_running.stderr
