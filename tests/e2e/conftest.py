@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from tests.conftest import ClonedDatabases
+from tests.e2e.drills import seeded_home
 from tests.e2e.processes import served_on
 
-from memory.infrastructure.postgres.embedded import with_database
+from memory.infrastructure.postgres.embedded import EmbeddedPostgres, free_port, with_database
 
 
 @pytest.fixture(scope="module")
@@ -28,3 +30,16 @@ def served(
             yield base
     finally:
         cloned_databases.drop(name)
+
+
+@pytest.fixture
+def cluster(cluster_home: Path) -> Iterator[EmbeddedPostgres]:
+    """tests/conftest.py's `cluster` (a cluster of the test's own, to stop and start, on a
+    fixed port), copied from a created one instead of made by initdb (`seeded_home`): the
+    e2e drills that stop PostgreSQL under a server are not about creating it."""
+    cluster = EmbeddedPostgres(seeded_home(cluster_home / "pg"), durable=False, port=free_port())
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

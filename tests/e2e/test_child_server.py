@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.e2e.drills import http
 from tests.e2e.processes import HASH_MODELS
 
 from memory.entrypoints.serve_process import (
@@ -71,7 +72,7 @@ def test_the_deadline_bounds_the_wait_and_the_server_is_not_left_running(
     ):
         pytest.fail("a server without its database never becomes healthy")
     with pytest.raises(httpx.TransportError):
-        httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+        http.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
 
 
 def test_a_stop_checks_the_exit_status(tmp_path: Path) -> None:

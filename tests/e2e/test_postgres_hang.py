@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import psycopg
 from tests.conftest import AUTH_HEADERS
+from tests.e2e.drills import http
 from tests.e2e.processes import HASH_MODELS, serve, terminate, wait_healthy
 
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
@@ -110,7 +111,7 @@ def test_a_hung_database_gets_answers_within_bounds_and_loses_nothing(
 
     def call(label: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
         started = time.monotonic()
-        response = httpx.request(method, base + path, headers=AUTH_HEADERS, timeout=60, **kwargs)
+        response = http.request(method, base + path, headers=AUTH_HEADERS, timeout=60, **kwargs)
         timings[label] = time.monotonic() - started
         return response
 
@@ -169,7 +170,7 @@ def test_a_hung_database_gets_answers_within_bounds_and_loses_nothing(
             _signal(pid, signal.SIGCONT)
         try:
             deadline = time.monotonic() + RECOVERY_SECONDS
-            while httpx.get(f"{base}/healthz", timeout=10).status_code != 200:
+            while http.get(f"{base}/healthz", timeout=10).status_code != 200:
                 assert time.monotonic() < deadline, "not healthy again after SIGCONT"
                 time.sleep(0.2)
             # The abandoned write went through once the database continued, or not at all:

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
+from tests.e2e.drills import http
 from tests.e2e.processes import HASH_MODELS, serve, stack_traces, terminate, wait_healthy
 
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, create_database, free_port
@@ -58,7 +59,7 @@ class Server:
 
     def call(self, label: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
         started = time.monotonic()
-        response = httpx.request(
+        response = http.request(
             method, self.base + path, timeout=60.0, headers=AUTH_HEADERS, **kwargs
         )
         self.timings[label] = time.monotonic() - started
@@ -66,7 +67,7 @@ class Server:
 
     def semantic_event_ids(self) -> set[str]:
         # A query no message contains: every hit is semantic (the hash model has no floor).
-        body = httpx.get(
+        body = http.get(
             self.base + "/v1/orgs/acme/history/search",
             params={"q": "xylophone"},
             headers=AUTH_HEADERS,
@@ -175,7 +176,7 @@ def test_serve_answers_503_while_postgres_is_down_and_recovers_when_it_returns(
         cluster.start()
 
         server.timings["healthy again"] = server.until(
-            lambda: httpx.get(server.base + "/healthz", timeout=5.0).status_code == 200,
+            lambda: http.get(server.base + "/healthz", timeout=5.0).status_code == 200,
             RECOVERY_SECONDS,
         )
         after = server.call(
@@ -184,7 +185,7 @@ def test_serve_answers_503_while_postgres_is_down_and_recovers_when_it_returns(
         assert after.status_code == 201, after.text
         assert after.json()["searchable"] is True, "the projector has not resumed"
         for content, policy_id in (("kept", "before"), ("new", "after")):
-            found = httpx.post(
+            found = http.post(
                 server.base + "/v1/policies/search",
                 json={"query": content},
                 headers=AUTH_HEADERS,
@@ -206,10 +207,10 @@ def test_serve_answers_503_while_postgres_is_down_and_recovers_when_it_returns(
         assert "C1-0" in server.semantic_event_ids()
         # The refused changes changed nothing.
         assert (
-            httpx.get(server.base + "/v1/orgs/acme/retention", headers=AUTH_HEADERS).json()["days"]
+            http.get(server.base + "/v1/orgs/acme/retention", headers=AUTH_HEADERS).json()["days"]
             != 1
         )
-        versions = httpx.get(
+        versions = http.get(
             server.base + "/v1/policies/before/versions", headers=AUTH_HEADERS
         ).json()
         assert len(versions["versions"]) == 1

@@ -23,6 +23,7 @@ import httpx
 import psycopg
 import pytest
 from tests.conftest import AUTH_HEADERS
+from tests.e2e.drills import http
 from tests.e2e.pgbouncer import pgbouncer
 from tests.e2e.processes import HASH_MODELS, serve, stack_traces, terminate, wait_healthy
 
@@ -50,10 +51,10 @@ class Replica:
         self.base = f"http://127.0.0.1:{port}"
 
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.get(self.base + path, timeout=30.0, headers=AUTH_HEADERS, **kwargs)
+        return http.get(self.base + path, timeout=30.0, headers=AUTH_HEADERS, **kwargs)
 
     def post(self, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.post(self.base + path, timeout=60.0, headers=AUTH_HEADERS, **kwargs)
+        return http.post(self.base + path, timeout=60.0, headers=AUTH_HEADERS, **kwargs)
 
     def health(self) -> dict[str, Any]:
         body: dict[str, Any] = self.get("/healthz").json()
@@ -156,7 +157,7 @@ def _sweep_once_across_replicas(replicas: list[Replica], url: str) -> list[Repli
     """Ingests through every replica, sweeps through every replica at once: each window is
     embedded once, and only the listening replica is woken by the ingests."""
     assert (
-        httpx.put(
+        http.put(
             replicas[0].base + SEMANTIC, json={"enabled": True}, headers=AUTH_HEADERS
         ).status_code
         == 200

@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import httpx
 from tests.conftest import AUTH_HEADERS
+from tests.e2e.drills import http, seeded_home
 from tests.e2e.processes import HASH_MODELS, admin_headers, serve, terminate, wait_healthy
 
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres, free_port
@@ -46,10 +46,10 @@ def test_serve_starts_embedded_database_answers_health_and_stops_cleanly(
         assert set(body["contexts"]) == {"policy", "history"}
         token_file = cluster_home / "home" / "admin-token"
         assert token_file.stat().st_mode & 0o777 == 0o600
-        anonymous = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2.0)
+        anonymous = http.get(f"http://127.0.0.1:{port}/metrics", timeout=2.0)
         assert anonymous.status_code == 401
         assert anonymous.headers["www-authenticate"] == "Bearer"
-        metrics = httpx.get(
+        metrics = http.get(
             f"http://127.0.0.1:{port}/metrics",
             headers=admin_headers(cluster_home / "home"),
             timeout=2.0,
@@ -68,7 +68,7 @@ def test_serve_starts_embedded_database_answers_health_and_stops_cleanly(
 def test_server_restarted_after_kill_9_adopts_the_orphaned_cluster_and_stops_it(
     cluster_home: Path,
 ) -> None:
-    home = cluster_home / "home"
+    home = seeded_home(cluster_home / "home")
     killed_port = free_port()
     killed = serve(home, killed_port, **HASH_MODELS)
     try:
@@ -92,7 +92,7 @@ def test_server_restarted_after_kill_9_adopts_the_orphaned_cluster_and_stops_it(
 def test_second_server_on_a_home_attaches_and_only_the_owner_stops_the_cluster(
     cluster_home: Path,
 ) -> None:
-    home = cluster_home / "home"
+    home = seeded_home(cluster_home / "home")
     owner_port, attached_port = free_port(), free_port()
     owner = serve(home, owner_port, **HASH_MODELS)
     attached: subprocess.Popen[bytes] | None = None
@@ -100,7 +100,7 @@ def test_second_server_on_a_home_attaches_and_only_the_owner_stops_the_cluster(
         wait_healthy(f"http://127.0.0.1:{owner_port}/healthz", owner)
         attached = serve(home, attached_port, **HASH_MODELS)
         assert wait_healthy(f"http://127.0.0.1:{attached_port}/healthz", attached).is_success
-        stored = httpx.post(
+        stored = http.post(
             f"http://127.0.0.1:{attached_port}/v1/policies",
             json={"policy_id": "shared", "content": "Both servers use one cluster."},
             headers=AUTH_HEADERS,
@@ -113,7 +113,7 @@ def test_second_server_on_a_home_attaches_and_only_the_owner_stops_the_cluster(
         assert "attaching to running embedded PostgreSQL" in log
         assert "stopping embedded PostgreSQL" not in log
         assert EmbeddedPostgres(home).running(), "an attached server leaves the cluster running"
-        versions = httpx.get(
+        versions = http.get(
             f"http://127.0.0.1:{owner_port}/v1/policies/shared/versions",
             headers=AUTH_HEADERS,
             timeout=10.0,

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 from tests.conftest import AUTH_HEADERS, TEST_ADMIN_TOKEN
+from tests.e2e.drills import http, seeded_home
 from tests.integration.embedding.conftest import FakeOllama
 
 from memory.entrypoints.serve_process import ServeProcess
@@ -78,7 +78,7 @@ def test_sigterm_mid_sweep_exits_within_the_drain_time_and_loses_nothing(
     server.native_dims = 1024
     server.embed_seconds_per_char = SECONDS_PER_CHAR
     server.start()
-    home, port = cluster_home / "home", free_port()
+    home, port = seeded_home(cluster_home / "home"), free_port()
     base = f"http://127.0.0.1:{port}"
     log_path = cluster_home / "serve.log"
     try:
@@ -86,12 +86,12 @@ def test_sigterm_mid_sweep_exits_within_the_drain_time_and_loses_nothing(
         try:
             first.wait_healthy(STARTUP_DEADLINE_SECONDS)
             assert (
-                httpx.put(
+                http.put(
                     f"{base}{SEMANTIC}", json={"enabled": True}, headers=AUTH_HEADERS
                 ).status_code
                 == 200
             )
-            ingested = httpx.post(
+            ingested = http.post(
                 f"{base}/v1/orgs/acme/chat-events",
                 json={"events": _events()},
                 headers=AUTH_HEADERS,
@@ -118,7 +118,7 @@ def test_sigterm_mid_sweep_exits_within_the_drain_time_and_loses_nothing(
             second.wait_healthy(STARTUP_DEADLINE_SECONDS)
             deadline = time.monotonic() + 120
             while True:
-                status = httpx.get(
+                status = http.get(
                     f"{base}/v1/orgs/acme/sweep", headers=AUTH_HEADERS, timeout=30
                 ).json()
                 if status["partitions"][0]["lag"]["events"] == 0:

@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 from tests.conftest import AUTH_HEADERS
+from tests.e2e.drills import http
 from tests.e2e.processes import (
     HASH_MODELS,
     memory_cli,
@@ -37,7 +38,7 @@ REFUSAL_SECONDS = 25.0
 
 def _timed(method: str, url: str, **kwargs: Any) -> tuple[httpx.Response, float]:
     started = time.monotonic()
-    response = httpx.request(method, url, timeout=30.0, **kwargs)
+    response = http.request(method, url, timeout=30.0, **kwargs)
     return response, time.monotonic() - started
 
 
@@ -85,12 +86,12 @@ def test_serve_started_while_postgres_is_down_starts_once_it_answers(
         assert proc.poll() is None
 
         cluster.start()
-        _until(lambda: httpx.get(f"{base}/healthz", timeout=5).status_code == 200, RECOVERY_SECONDS)
+        _until(lambda: http.get(f"{base}/healthz", timeout=5).status_code == 200, RECOVERY_SECONDS)
         with psycopg.connect(url) as conn:
             applied = {r[0] for r in conn.execute("SELECT name FROM memory_schema_migrations")}
         assert "0000_extensions.sql" in applied and len(applied) > 5
         # The policy projector runs: a store is searchable at once.
-        stored = httpx.post(
+        stored = http.post(
             f"{base}/v1/policies",
             json={"policy_id": "late", "content": "Passwords are reset every 90 days."},
             headers=AUTH_HEADERS,
@@ -98,12 +99,12 @@ def test_serve_started_while_postgres_is_down_starts_once_it_answers(
         )
         assert stored.status_code == 201 and stored.json()["searchable"] is True, stored.text
         # The history workers run: an ingested (closed) window is embedded by the sweeper.
-        httpx.put(
+        http.put(
             f"{base}/v1/feature-flags/digital_worker_semantic_search",
             json={"enabled": True},
             headers=AUTH_HEADERS,
         ).raise_for_status()
-        httpx.post(
+        http.post(
             f"{base}/v1/orgs/acme/chat-events",
             json={
                 "events": [
@@ -121,7 +122,7 @@ def test_serve_started_while_postgres_is_down_starts_once_it_answers(
         ).raise_for_status()
 
         def embedded() -> bool:
-            found = httpx.get(
+            found = http.get(
                 f"{base}/v1/orgs/acme/history/search",
                 params={"q": "xylophone"},  # in no message: every hit is semantic
                 headers=AUTH_HEADERS,
