@@ -30,7 +30,7 @@ from memory.entrypoints.serve_process import ServeProcess
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres
 
 # Minutes of real servers and clusters: its file starts first under xdist (docs/adr/0143).
-pytestmark = pytest.mark.long(seconds=215)
+pytestmark = pytest.mark.long(seconds=160)
 SEMANTIC = "/v1/feature-flags/digital_worker_semantic_search"
 QUIET = {**HASH_MODELS, "MEMORY_SWEEP_INTERVAL": "3600", "MEMORY_SWEEP_DEBOUNCE": "0.2"}
 WAIT_SECONDS = 60.0
