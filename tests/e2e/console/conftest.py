@@ -26,8 +26,11 @@ def demo_server(database_url: str, tmp_path: Path) -> Iterator[str]:
         yield base
 
 
-@pytest.fixture
-def browser() -> Iterator[webdriver.Chrome]:
+@pytest.fixture(scope="package")
+def chromium_for_the_package() -> Iterator[webdriver.Chrome]:
+    """One headless Chromium for the console's tests, not one per test (starting one costs
+    ~1.6 s of CPU; docs/adr/0162). Each test has a server of its own and a tab of its own
+    (`browser`)."""
     try:
         binaries()
     except BrowserMissing as missing:
@@ -35,3 +38,22 @@ def browser() -> Iterator[webdriver.Chrome]:
         pytest.fail(str(missing))
     with chromium() as driver:
         yield driver
+
+
+@pytest.fixture
+def browser(chromium_for_the_package: webdriver.Chrome) -> Iterator[webdriver.Chrome]:
+    """The package's Chromium in a new tab (a tab's sessionStorage is its own, even for an
+    origin an earlier test used: a port can be given out again), no cookies, its console
+    log read to the end; the test's origin's storage is cleared after it."""
+    driver = chromium_for_the_package
+    earlier = driver.window_handles
+    driver.switch_to.new_window("tab")
+    for handle in earlier:
+        driver.switch_to.window(handle)
+        driver.close()
+    driver.switch_to.window(driver.window_handles[0])
+    driver.delete_all_cookies()
+    driver.get_log("browser")
+    yield driver
+    if driver.current_url.startswith("http"):
+        driver.execute_script("localStorage.clear(); sessionStorage.clear();")
