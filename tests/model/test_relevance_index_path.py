@@ -45,7 +45,7 @@ from memory.infrastructure.settings import Settings
 
 # The precision set embedded by the bundled model (once for the run, shared with
 # test_model_check.py) and searched five times.
-pytestmark = [pytest.mark.model, pytest.mark.long(seconds=125)]
+pytestmark = [pytest.mark.model, pytest.mark.long(seconds=40)]
 
 ORG = "acme"
 # The acceptance line looks at the top 5 (`memory check`, ADR 0112); the answers are
