@@ -14,29 +14,16 @@ import sys
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from tqdm import tqdm
-
-from memory.application.durability.erasure_journal import ReapplyReport
 from memory.entrypoints.cli_output import emit, error, wants_json
-from memory.entrypoints.database_url import HomeHasNoDatabase, embedded_cluster
-from memory.entrypoints.operator import cli_actor
-from memory.infrastructure.postgres.cluster_restore import (
-    RECOVERY_TIMEOUT_SECONDS,
-    RestoreRefused,
-    restore,
-    verify,
-)
-from memory.infrastructure.postgres.embedded import (
-    DATABASE_NAME,
-    SUPERUSER,
-    EmbeddedPostgres,
-    EmbeddedPostgresError,
-)
-from memory.infrastructure.postgres.pgbackrest import STANDBY_NAME, BackupError, BackupKind
-from memory.infrastructure.settings import Settings
+
+if TYPE_CHECKING:
+    from memory.application.durability.erasure_journal import ReapplyReport
+    from memory.infrastructure.postgres.embedded import EmbeddedPostgres
+    from memory.infrastructure.postgres.pgbackrest import BackupKind
+    from memory.infrastructure.settings import Settings
+
 
 EXTERNAL = (
     "MEMORY_DATABASE_URL is set: back up and restore that PostgreSQL on its host with "
@@ -49,6 +36,8 @@ class CommandRefused(Exception):
 
 
 def _home_cluster(settings: Settings, *, create: bool = False) -> EmbeddedPostgres:
+    from memory.entrypoints.database_url import HomeHasNoDatabase, embedded_cluster
+
     if settings.database_url:
         raise CommandRefused(EXTERNAL)
     cluster = embedded_cluster(settings)
@@ -58,6 +47,8 @@ def _home_cluster(settings: Settings, *, create: bool = False) -> EmbeddedPostgr
 
 
 def _backup(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
     settings: Settings = args.settings
     cluster = _home_cluster(settings)
     kind: BackupKind = args.kind
@@ -137,6 +128,8 @@ def _backups(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from memory.infrastructure.postgres.cluster_restore import verify
+
     cluster = _home_cluster(args.settings)
     checked = verify(cluster)
     emit(
@@ -153,6 +146,9 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _restore(args: argparse.Namespace) -> int:
+    from memory.infrastructure.postgres.cluster_restore import RECOVERY_TIMEOUT_SECONDS, restore
+    from memory.infrastructure.postgres.embedded import EmbeddedPostgres
+
     settings: Settings = args.settings
     _home_cluster(settings)
     cluster = EmbeddedPostgres(
@@ -179,8 +175,10 @@ def _restore(args: argparse.Namespace) -> int:
 
 def _reapply_erasures(settings: Settings, url: str, since: datetime) -> ReapplyReport:
     """Every journaled erasure recorded after `since`, applied again to the database."""
+    from memory.application.durability.erasure_journal import ReapplyReport
     from memory.entrypoints.bootstrap import build_services
     from memory.entrypoints.erasure_journal import erasure_journal
+    from memory.entrypoints.operator import cli_actor
 
     journal = erasure_journal(settings)
     if journal is None:
@@ -221,6 +219,9 @@ def _reapply(args: argparse.Namespace) -> int:
 
 
 def _standby(args: argparse.Namespace) -> int:
+    from memory.entrypoints.database_url import embedded_cluster
+    from memory.infrastructure.postgres.embedded import EmbeddedPostgresError
+
     settings: Settings = args.settings
     if settings.database_url:
         raise CommandRefused(EXTERNAL)
@@ -239,6 +240,11 @@ def _standby(args: argparse.Namespace) -> int:
 
 def _primary(source: str) -> tuple[str, str]:
     """A replication connection string to the primary, and its superuser's password."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from memory.infrastructure.postgres.embedded import DATABASE_NAME, SUPERUSER, EmbeddedPostgres
+    from memory.infrastructure.postgres.pgbackrest import STANDBY_NAME
+
     if "=" in source or "://" in source:
         params = conninfo_to_dict(source)
         password = str(params.get("password") or "")
@@ -260,6 +266,8 @@ def _primary(source: str) -> tuple[str, str]:
 
 
 def _shown(conninfo: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict
+
     params = conninfo_to_dict(conninfo)
     return f"{params.get('host')}:{params.get('port')}"
 
@@ -275,6 +283,9 @@ def _promote(args: argparse.Namespace) -> int:
 
 def _refusals(command: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
+        from memory.infrastructure.postgres.cluster_restore import RestoreRefused
+        from memory.infrastructure.postgres.pgbackrest import BackupError
+
         try:
             return int(command(args))
         except (CommandRefused, RestoreRefused) as exc:

@@ -13,18 +13,14 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from tqdm import tqdm
-
-from memory.application.embedding import EmbeddingError
-from memory.application.model_check import PrecisionReport, check_model, check_precision
-from memory.datasets.precision_check import load_precision_set
-from memory.datasets.retrieval_check import load_check_set
-from memory.domain.audit.admin_action import Action, AuditedChange
-from memory.domain.retrieval_precision import PrecisionTable
-from memory.domain.retrieval_recall import RecallTable
 from memory.entrypoints.cli_output import emit, error
-from memory.infrastructure.embedding.spec import InvalidModelSpec
-from memory.infrastructure.settings import Settings
+
+if TYPE_CHECKING:
+    from memory.application.model_check import PrecisionReport
+    from memory.domain.retrieval_precision import PrecisionTable
+    from memory.domain.retrieval_recall import RecallTable
+    from memory.infrastructure.settings import Settings
+
 
 if TYPE_CHECKING:
     from memory.application.audit.ports import AuditTrail
@@ -65,7 +61,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from memory.application.embedding import EmbeddingError
+    from memory.application.model_check import check_model, check_precision
+    from memory.datasets.precision_check import load_precision_set
+    from memory.datasets.retrieval_check import load_check_set
     from memory.entrypoints.bootstrap import ModelCheckWiring
+    from memory.infrastructure.embedding.spec import InvalidModelSpec
 
     settings: Settings = args.settings
     if not 0.0 <= args.threshold <= 1.0:
@@ -130,6 +133,7 @@ def _record(
 ) -> None:
     """The result as a `model.checked` audit event (figures only, never text): what /healthz
     and the console show for the active model (ADR 0114)."""
+    from memory.domain.audit.admin_action import Action, AuditedChange
     from memory.entrypoints.operator import cli_actor
 
     figures = {

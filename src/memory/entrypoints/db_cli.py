@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from memory.entrypoints import backup_cli
 from memory.entrypoints.cli_output import emit, wants_json
-from memory.entrypoints.database_url import embedded_cluster
-from memory.infrastructure.postgres.embedded import EmbeddedPostgres, EmbeddedPostgresError
-from memory.infrastructure.settings import Settings
+
+if TYPE_CHECKING:
+    from memory.infrastructure.postgres.embedded import EmbeddedPostgres
+    from memory.infrastructure.settings import Settings
+
 
 # `memory db status` and `memory db url` exit with this when the cluster is not running (as
 # `pg_ctl status` does), so scripts can tell "stopped" from a failure.
@@ -23,11 +26,15 @@ EXIT_NOT_RUNNING = 3
 
 
 def _cluster(args: argparse.Namespace) -> EmbeddedPostgres:
+    from memory.entrypoints.database_url import embedded_cluster
+
     settings: Settings = args.settings
     return embedded_cluster(settings, port=getattr(args, "port", None))
 
 
 def _start(args: argparse.Namespace) -> int:
+    from memory.infrastructure.postgres.embedded import EmbeddedPostgresError
+
     cluster = _cluster(args)
     try:
         cluster.start_detached()
@@ -50,6 +57,8 @@ def _print_url(url: str) -> None:
 
 
 def _stop(args: argparse.Namespace) -> int:
+    from memory.infrastructure.postgres.embedded import EmbeddedPostgresError
+
     cluster = _cluster(args)
     try:
         stopped = cluster.stop_detached(force=args.force)
@@ -78,6 +87,8 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _url(args: argparse.Namespace) -> int:
+    from memory.infrastructure.postgres.embedded import EmbeddedPostgresError
+
     cluster = _cluster(args)
     if not cluster.status().running:
         print("memory db url: the cluster is not running (memory db start)", file=sys.stderr)

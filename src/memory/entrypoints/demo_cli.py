@@ -8,23 +8,17 @@ import argparse
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tqdm import tqdm
-
-from memory.application.policy.ports import ProjectionBusy
-from memory.datasets.demo import DemoData, DemoSearch, load_demo
-from memory.domain.errors import AlreadyExists
-from memory.domain.history.chat_event import ChatEvent
 from memory.domain.history.feature_flags import SEMANTIC_SEARCH_FLAG, GlobalState
-from memory.domain.history.search import HistoryQuery, MatchedBy
-from memory.domain.policy.search import PolicySearch
-from memory.entrypoints.admin_key import ADMIN_TOKEN_FILE
-from memory.entrypoints.bootstrap import Services
 from memory.entrypoints.cli_output import emit, wants_json
-from memory.entrypoints.history_cli import SweepBar
-from memory.entrypoints.operator import cli_actor
-from memory.infrastructure.settings import Settings
+
+if TYPE_CHECKING:
+    from memory.datasets.demo import DemoData, DemoSearch
+    from memory.domain.history.chat_event import ChatEvent
+    from memory.entrypoints.bootstrap import Services
+    from memory.infrastructure.settings import Settings
+
 
 # Hits shown per example search.
 DEMO_RESULTS = 3
@@ -46,6 +40,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from memory.datasets.demo import load_demo
+    from memory.entrypoints.admin_key import ADMIN_TOKEN_FILE
     from memory.entrypoints.bootstrap import opened
 
     # No projector runs here: the demo projects its policies itself (below) rather than
@@ -65,6 +61,14 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _load(services: Services, settings: Settings, data: DemoData) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from memory.application.policy.ports import ProjectionBusy
+    from memory.domain.errors import AlreadyExists
+    from memory.domain.history.chat_event import ChatEvent
+    from memory.entrypoints.history_cli import SweepBar
+    from memory.entrypoints.operator import cli_actor
+
     policies, history = services.policy, services.history
     stored = 0
     for policy in data.policies:
@@ -127,6 +131,8 @@ def _semantic_search_on_for(services: Services, demo_orgs: list[str]) -> list[st
     (docs/adr/0131): each demo org opts in; a global state of `on` or `opt_in` is left as
     it is, and only `off` becomes `opt_in`, under which no other org has the feature either.
     Returns what changed, one line each (nothing on a second run)."""
+    from memory.entrypoints.operator import cli_actor
+
     history = services.history
     changed: list[str] = []
     flag = history.global_flag(SEMANTIC_SEARCH_FLAG)
@@ -145,6 +151,9 @@ def _semantic_search_on_for(services: Services, demo_orgs: list[str]) -> list[st
 
 
 def _run(services: Services, data: DemoData, search: DemoSearch) -> dict[str, Any]:
+    from memory.domain.history.search import HistoryQuery, MatchedBy
+    from memory.domain.policy.search import PolicySearch
+
     results: list[dict[str, Any]] = []
     if search.context == "history":
         assert search.org_id is not None

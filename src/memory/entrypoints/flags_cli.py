@@ -12,15 +12,17 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memory.application.history.feature_flags import GlobalFlag, OrgFlag
-from memory.application.history.service import HistoryService
 from memory.domain.errors import DomainError, InvalidInput
 from memory.domain.history.feature_flags import GlobalState
 from memory.entrypoints.cli_output import emit, error
-from memory.entrypoints.operator import cli_actor
-from memory.infrastructure.settings import Settings
+
+if TYPE_CHECKING:
+    from memory.application.history.feature_flags import GlobalFlag, OrgFlag
+    from memory.application.history.service import HistoryService
+    from memory.infrastructure.settings import Settings
+
 
 # An org's own value: on, off, or none (it follows the global state again).
 ORG_VALUES = {"on": True, "off": False, "inherit": None}
@@ -62,6 +64,8 @@ def _flags(args: argparse.Namespace) -> int:
 
 
 def _global(history: HistoryService, args: argparse.Namespace) -> int:
+    from memory.entrypoints.operator import cli_actor
+
     if args.state is not None:
         if args.state not in GLOBAL_STATES:
             raise InvalidInput("state", f"a global state is one of {', '.join(GLOBAL_STATES)}")
@@ -72,6 +76,8 @@ def _global(history: HistoryService, args: argparse.Namespace) -> int:
 
 
 def _org(history: HistoryService, args: argparse.Namespace) -> int:
+    from memory.entrypoints.operator import cli_actor
+
     org_id = args.org_id
     if args.state is not None:
         if args.state not in ORG_VALUES:

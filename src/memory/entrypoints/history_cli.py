@@ -8,20 +8,22 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tqdm import tqdm
-
-from memory.application.history.search_indexes import SearchIndexStatus
-from memory.application.history.service import HistoryService
-from memory.application.history.sweep import PartitionReport
-from memory.domain.audit.admin_action import Actor
 from memory.domain.history.partition_listing import PARTITION_PAGE_DEFAULT, PARTITION_PAGE_MAX
 from memory.domain.history.search_path import SearchIndexState
 from memory.entrypoints.cli_output import emit, wants_json
 from memory.entrypoints.cli_refusal import refusals
-from memory.entrypoints.operator import cli_actor
-from memory.infrastructure.settings import Settings
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from memory.application.history.search_indexes import SearchIndexStatus
+    from memory.application.history.service import HistoryService
+    from memory.application.history.sweep import PartitionReport
+    from memory.domain.audit.admin_action import Actor
+    from memory.infrastructure.settings import Settings
+
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,8 @@ class SweepBar:
         self._skipped = 0
 
     def started(self, partitions: int) -> None:
+        from tqdm import tqdm
+
         self._bar = tqdm(total=partitions, unit="partition", desc="sweep")
 
     def partition_done(self, report: PartitionReport) -> None:
@@ -58,6 +62,8 @@ class _PurgeBar:
         self._events = 0
 
     def started(self, orgs: int) -> None:
+        from tqdm import tqdm
+
         self._bar = tqdm(total=orgs, unit="org", desc="purge")
 
     def org_done(self, org_id: str, events_deleted: int, embeddings_deleted: int) -> None:
@@ -79,6 +85,8 @@ class _ReindexBar:
         self._bar: tqdm[Any] | None = None
 
     def started(self, stale_rows: int) -> None:
+        from tqdm import tqdm
+
         self._bar = tqdm(total=stale_rows, unit="row", desc="reindex")
 
     def batch_done(self, rows: int) -> None:
@@ -103,6 +111,8 @@ def _print(data: dict[str, Any], title: str | None = None) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from memory.entrypoints.operator import cli_actor
+
     settings: Settings = args.settings
     with _history(settings) as history:
         # The operator started this: the first pass is recorded (later ones of a loop are
@@ -122,6 +132,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _purge(args: argparse.Namespace) -> int:
+    from memory.entrypoints.operator import cli_actor
     from memory.entrypoints.presenters.history import purge_body
     from memory.entrypoints.presenters.wire import wire
 
@@ -136,6 +147,8 @@ def _purge(args: argparse.Namespace) -> int:
 
 
 def _drop_model(args: argparse.Namespace) -> int:
+    from memory.entrypoints.operator import cli_actor
+
     with _history(args.settings) as history:
         with refusals(2):
             report = history.drop_model(args.model, actor=cli_actor())
@@ -150,6 +163,7 @@ def _drop_model(args: argparse.Namespace) -> int:
 
 
 def _retention(args: argparse.Namespace) -> int:
+    from memory.entrypoints.operator import cli_actor
     from memory.entrypoints.presenters.history import retention_body
     from memory.entrypoints.presenters.wire import wire
 
@@ -263,6 +277,8 @@ def _watch_builds(
 ) -> dict[str, Any]:
     """Reads again every INDEX_WATCH_SECONDS while an index is wanted or building, showing
     the first running build's phase and progress; the last document read."""
+    from tqdm import tqdm
+
     bar: tqdm[Any] | None = None
     try:
         while any(i.state in _UNFINISHED for i in indexes):

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory.domain.access.api_key import MAX_KEY_LIFETIME_DAYS
 from memory.domain.access.scopes import Scope
 from memory.entrypoints.cli_output import emit
 from memory.entrypoints.cli_refusal import refusals
-from memory.infrastructure.settings import Settings
+
+if TYPE_CHECKING:
+    from memory.infrastructure.settings import Settings
 
 
 def _run(args: argparse.Namespace) -> int:

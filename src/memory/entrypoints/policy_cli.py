@@ -23,14 +23,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memory.application.policy.ports import ProjectorFailed
-from memory.application.policy.service import PolicyService
 from memory.entrypoints.cli_output import emit, error, wants_json
 from memory.entrypoints.cli_refusal import refusals
-from memory.entrypoints.operator import cli_actor
-from memory.infrastructure.settings import Settings
+
+if TYPE_CHECKING:
+    from memory.application.policy.service import PolicyService
+    from memory.infrastructure.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -134,6 +134,9 @@ def _policies(settings: Settings) -> Iterator[PolicyService]:
 def _reembed(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from memory.application.policy.ports import ProjectorFailed
+    from memory.entrypoints.operator import cli_actor
+
     settings: Settings = args.settings
     with refusals(2):
         try:
@@ -176,6 +179,8 @@ def _reembed(args: argparse.Namespace) -> int:
 
 
 def _drop_model(args: argparse.Namespace) -> int:
+    from memory.entrypoints.operator import cli_actor
+
     with _policies(args.settings) as policies, refusals(2):
         model_id, deleted = policies.drop_model(args.model, actor=cli_actor())
     emit(
@@ -281,6 +286,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
+    from memory.entrypoints.operator import cli_actor
+
     with _policies(args.settings) as policies, refusals(1):
         projected = policies.delete(args.policy_id, actor=cli_actor(), namespace=args.namespace)
     emit(
