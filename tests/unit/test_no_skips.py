@@ -27,6 +27,10 @@ def run_pytest(directory: Path, *extra: str) -> subprocess.CompletedProcess[str]
             "tests.no_skips",
             "-p",
             "no:cacheprovider",
+            # Not needed to run a plain test, and its import (hypothesis's with it) was most
+            # of each run's CPU.
+            "-p",
+            "no:schemathesis",
             "-c",
             str(directory / "pytest.ini"),
             "--rootdir",
