@@ -126,7 +126,7 @@ class HistoryRuntime:
         self.events = PostgresChatEventLog(database, clock=clock, split_words=words)
         self.window_indexes = PostgresWindowIndexes(database, mode=settings.history_search_mode)
         self.windows = PostgresWindowEmbeddings(
-            database, mode=settings.history_search_mode, indexes=self.window_indexes
+            database, mode=settings.history_search_mode, indexes=self.window_indexes, clock=clock
         )
         self.flag_store = PostgresFeatureFlags(database)
         self.locks = AdvisoryPartitionLocks(

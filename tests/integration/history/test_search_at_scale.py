@@ -43,6 +43,7 @@ def test_a_search_issues_as_many_statements_with_200_partitions_as_with_one(
     # Before docs/adr/0089: 3 more per partition (watermark, read, count): 605 against 8.
     assert large == small
     # The search's state (org, flags, pending windows: one statement, docs/adr/0117), the
-    # full-text query, the KNN and the matched windows' messages; 7 before ADR 0117.
-    assert small == 4
+    # full-text query, and the KNN with the matched windows' messages (docs/adr/0155); 7
+    # before ADR 0117, 4 before ADR 0155.
+    assert small == 3
     assert runtime.service.search("large", HistoryQuery("order", limit=5)).pending_windows == 1

@@ -146,3 +146,58 @@ def test_the_statement_is_planned_once_for_its_org_once_prepared(
     # once after PostgreSQL's five custom plans.
     assert len(prepared) == 2
     assert all(p["generic_plans"] >= 6 for p in prepared), prepared
+
+
+def scans_of(plan: dict[str, Any], relation: str) -> list[tuple[str, int]]:
+    """Executed scans of `relation`: (index or node type, rows found over all loops)."""
+    found = []
+    if plan.get("Relation Name") == relation and plan.get("Actual Loops", 0):
+        how = str(plan.get("Index Name", plan["Node Type"]))
+        found.append((how, int(plan["Actual Rows"] * plan["Actual Loops"])))
+    return found + [s for p in plan.get("Plans", []) for s in scans_of(p, relation)]
+
+
+def test_the_chosen_windows_messages_come_with_them_probed_by_key_on_a_generic_plan(
+    make_runtime, kit, monkeypatch: pytest.MonkeyPatch, database_url: str
+) -> None:
+    """docs/adr/0155: no round trip of their own; and on the generic plan the prepared
+    statement settles on (docs/adr/0150), each message is a probe of the primary key, not
+    a walk of the org's rows in range (docs/adr/0117)."""
+    monkeypatch.setattr(embeddings, "DISTRIBUTION_SAMPLE", SAMPLE)
+    runtime: HistoryRuntime = make_runtime(history_search_mode="exact")
+    # Enough of the org's messages elsewhere that walking them costs more than probing
+    # the chosen windows' (the plan a 36-message org gets is not a large org's).
+    for batch in range(2):
+        runtime.service.ingest(
+            "acme",
+            [
+                kit.message(f"f{n}", n - 1500, f"filler {n}", channel="F")
+                for n in range(batch * 750, (batch + 1) * 750)
+            ],
+        )
+    seed(runtime, kit, "acme")
+    with kit.database.connection() as conn:
+        conn.execute("ANALYZE dw_chat_events")
+    vector = runtime.model.embed_query(QUERY)
+    model = runtime.model.identity.id
+    query = HistoryQuery(QUERY, limit=10, channel_id="A")
+    found = runtime.windows.nearest("acme", model, vector, query, 10)
+    assert [tuple(h.event_id for h in m.messages or ()) for m in found] == [
+        m.event_ids for m in found
+    ]
+    statement, params = embeddings.exact_statement("acme", model, vector, query, 10)
+    with psycopg.connect(database_url, row_factory=dict_row, autocommit=True) as conn:
+        register_vector(conn)
+        text = statement.as_string(conn)
+        for n, name in enumerate(params, 1):
+            text = text.replace(f"%({name})s", f"${n}")
+        conn.execute(f"PREPARE knn AS {text}")
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        arguments = psycopg.sql.SQL(", ").join(psycopg.sql.Literal(v) for v in params.values())
+        row = conn.execute(
+            psycopg.sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE knn({})").format(arguments)
+        ).fetchone()
+    assert row is not None
+    plan = row["QUERY PLAN"][0]["Plan"]
+    messages = sum(len(m.event_ids) for m in found)
+    assert scans_of(plan, "dw_chat_events") == [("dw_chat_events_pkey", messages)]

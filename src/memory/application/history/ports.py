@@ -138,12 +138,15 @@ class EmbeddedWindow:
 class WindowMatch:
     """A window the query matched: its cosine similarity and its relevance (the
     similarity standardised within its script group, docs/adr/0112; None when too few
-    windows were searched to calibrate)."""
+    windows were searched to calibrate). `messages`: those of its messages that pass the
+    query's filters, when the store read them with the window (one round trip fewer,
+    docs/adr/0155); None when it did not (the search asks `ChatEventLog.messages`)."""
 
     window_id: uuid.UUID
     similarity: float
     event_ids: tuple[str, ...]
     relevance: float | None = None
+    messages: tuple[HistoryHit, ...] | None = None
 
 
 class WindowEmbeddings(Protocol):
@@ -160,7 +163,8 @@ class WindowEmbeddings(Protocol):
     ) -> list[WindowMatch]:
         """Exact KNN among the org's rows of `model` that match the query's filters, the k
         most relevant first (by similarity when none can be calibrated), each with its
-        relevance against all of them (memory.domain.relevance)."""
+        relevance against all of them (memory.domain.relevance), and its messages when the
+        store reads them in the same statement (`WindowMatch.messages`)."""
         ...
 
     def drop_model(self, model: str) -> int: ...

@@ -122,11 +122,12 @@ class SearchHistory:
     def _window_messages(
         self, org_id: str, matches: list[WindowMatch], query: HistoryQuery
     ) -> list[HistoryHit]:
-        """Each matched window's messages in time order, windows best first."""
-        ids = [event_id for match in matches for event_id in match.event_ids]
-        if not ids:
-            return []
-        found = {hit.event_id: hit for hit in self._events.messages(org_id, ids, query)}
+        """Each matched window's messages in time order, windows best first: those the
+        window store read with the matches, the others' read now (docs/adr/0155)."""
+        found = {hit.event_id: hit for match in matches for hit in match.messages or ()}
+        ids = [e for match in matches if match.messages is None for e in match.event_ids]
+        if ids:
+            found |= {hit.event_id: hit for hit in self._events.messages(org_id, ids, query)}
         hits: list[HistoryHit] = []
         for match in matches:
             in_window = sorted(

@@ -177,6 +177,42 @@ _MESSAGE_COLUMNS = sql.SQL("event_id, sender, message_text, occurred_at")
 _HIT_COLUMNS = sql.SQL("event_id, provider, external_channel_id, sender, message_text, occurred_at")
 
 
+def messages_of(
+    event_ids: sql.Composable,
+    org_id: str,
+    query: HistoryQuery,
+    params: dict[str, Any],
+    now: datetime,
+) -> sql.Composed:
+    """A subquery for another adapter's statement: the messages `event_ids` (an SQL text
+    array, e.g. a column of the outer row) name in the org, within the range of stored rows
+    and the query's filters, with the columns `semantic_hit` reads; adds its parameters to
+    `params`. Each id is one probe of the primary key whatever the plan, the range and the
+    filters tested on the row found, so the statement may be prepared: a generic plan of
+    `event_id = ANY(ids)` walked the org's every row in range (docs/adr/0117), and one of
+    a join with the filters beside the key walked the channel's rows in range for each
+    window (its guess for a range of unknown bounds is a narrow one; docs/adr/0155). The
+    `LIMIT` keeps the filters out of the probe (the key is unique: it drops nothing)."""
+    accepted = AcceptedTimeRange.for_stored_rows(now)
+    params |= {"earliest": accepted.earliest, "latest": accepted.latest}
+    return sql.SQL(
+        "SELECT e.* FROM unnest({ids}) AS m(id), LATERAL ("
+        "SELECT {columns} FROM dw_chat_events WHERE org_id = {org} AND event_id = m.id"
+        " LIMIT 1) AS e WHERE {in_range}{filters}"
+    ).format(
+        columns=_HIT_COLUMNS,
+        ids=event_ids,
+        org=sql.Literal(org_id),
+        in_range=_IN_RANGE,
+        filters=event_filters(query, params),
+    )
+
+
+def semantic_hit(row: dict[str, Any]) -> HistoryHit:
+    """A row of `messages_of` as a semantic hit (its window's figures not set yet)."""
+    return _hit(row, MatchedBy.SEMANTIC)
+
+
 class PostgresChatEventLog:
     """`segmentation` cuts texts for full-text search at ingest and for queries (only
     benchmarks pass another one); `split_words` cuts the CJK runs of queries into dictionary

@@ -21,18 +21,21 @@ import time
 import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, cast
 
 from pgvector import HalfVector
 from psycopg import sql
 
-from memory.application.history.ports import EmbeddedWindow, WindowMatch
+from memory.application.history.ports import Clock, EmbeddedWindow, WindowMatch
 from memory.domain.embedding import EmbeddingVector
 from memory.domain.history import search_path
-from memory.domain.history.search import HistoryQuery
+from memory.domain.history.search import HistoryHit, HistoryQuery
 from memory.domain.history.search_path import HistorySearchMode, uses_index, wants_index
 from memory.domain.relevance import MIN_DISTRIBUTION, ScriptGroup, script_group
 from memory.infrastructure.history.any_org_plan import plan_for_any_org
+from memory.infrastructure.history.chat_events import messages_of, semantic_hit
+from memory.infrastructure.history.clock import system_clock
 from memory.infrastructure.history.locks import RETENTION_LOCK_CLASS
 from memory.infrastructure.history.search_indexes import (
     READY_CACHE_SECONDS,
@@ -147,10 +150,14 @@ EXACT_FILTERED_WINDOWS = 5_000
 # org, 0.1x the bare top-k). A generic plan for every org could scan a large org's rows
 # for a small one (docs/adr/0117, 0150).
 #
-# Both paths end alike: the k chosen windows, best relevance first, with their event ids.
+# Both paths end alike: the k chosen windows, best relevance first, with their event ids
+# and, one row each, their messages within the query's filters (a window none of whose
+# messages pass has one row without a message): a search reads its windows' messages in
+# the KNN statement's round trip, not in one of their own (docs/adr/0155).
 _CHOSEN = """
-    SELECT b.id, w.source_event_ids, b.similarity, b.relevance, b.windows, b.sampled
+    SELECT b.id, w.source_event_ids, b.similarity, b.relevance, b.windows, b.sampled, m.*
     FROM best b JOIN dw_message_embeddings w ON w.id = b.id AND w.org_id = {org}
+    LEFT JOIN LATERAL ({messages}) AS m ON true
     ORDER BY b.relevance DESC NULLS LAST, b.similarity DESC, b.id
 """
 _RELEVANCE = """
@@ -254,8 +261,10 @@ class PostgresWindowEmbeddings:
         *,
         mode: HistorySearchMode = HistorySearchMode.AUTO,
         indexes: PostgresWindowIndexes | None = None,
+        clock: Clock = system_clock,
     ) -> None:
         self._db = database
+        self._clock = clock
         self._mode = mode
         self._indexes = indexes if indexes is not None else PostgresWindowIndexes(database)
         # Orgs whose size was counted lately (docs/adr/0138: a sampled search does not
@@ -355,11 +364,11 @@ class PostgresWindowEmbeddings:
     def _nearest_exact(
         self, org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
     ) -> tuple[list[WindowMatch], int | None]:
-        statement, params = exact_statement(org_id, model, vector, query, k)
+        statement, params = exact_statement(org_id, model, vector, query, k, now=self._clock())
         rows = self._db.read(lambda conn: conn.execute(statement, params).fetchall())
         if rows and rows[0]["sampled"]:
-            return [_match(r) for r in rows], None
-        return [_match(r) for r in rows], int(cast(int, rows[0]["windows"])) if rows else 0
+            return _matches(rows), None
+        return _matches(rows), int(cast(int, rows[0]["windows"])) if rows else 0
 
     def _ask_for_index(self, org_id: str, model: str, selected: int | None) -> None:
         """Past the threshold the org gets an index (docs/adr/0134). When a group outgrew its
@@ -418,7 +427,9 @@ class PostgresWindowEmbeddings:
         k: int,
         dims: int,
     ) -> list[WindowMatch]:
-        statement, params = indexed_statement(org_id, model, vector, query, k, dims)
+        statement, params = indexed_statement(
+            org_id, model, vector, query, k, dims, now=self._clock()
+        )
         settings = index_path_settings(params["candidates"])
         with self._db.connection() as conn:
             conn.execute(
@@ -430,7 +441,7 @@ class PostgresWindowEmbeddings:
                 )
             )
             rows = conn.execute(statement, params).fetchall()
-        return [_match(r) for r in rows]
+        return _matches(rows)
 
     def drop_model(self, model: str) -> int:
         # The model's indexes go first, in a short transaction of their own: DROP INDEX
@@ -467,9 +478,13 @@ def _row(model: str, w: EmbeddedWindow, pending: bool) -> dict[str, Any]:
     }
 
 
-def _constants(org_id: str, model: str, k: int) -> dict[str, sql.Composable]:
-    """The literals both paths' statements are formatted with (see _CHOSEN)."""
+def _constants(
+    org_id: str, model: str, query: HistoryQuery, k: int, params: dict[str, Any], now: datetime
+) -> dict[str, sql.Composable]:
+    """The literals both paths' statements are formatted with (see _CHOSEN), and the
+    chosen windows' messages (whose parameters it adds to `params`)."""
     return {
+        "messages": messages_of(sql.SQL("w.source_event_ids"), org_id, query, params, now),
         "org": sql.Literal(org_id),
         "model": sql.Literal(model),
         "k": sql.Literal(k),
@@ -481,13 +496,24 @@ def _constants(org_id: str, model: str, k: int) -> dict[str, sql.Composable]:
     }
 
 
-def _match(r: dict[str, Any]) -> WindowMatch:
-    return WindowMatch(
-        window_id=_uuid(r["id"]),
-        similarity=float(cast(float, r["similarity"])),
-        event_ids=tuple(cast(list[str], r["source_event_ids"])),
-        relevance=None if r["relevance"] is None else float(cast(float, r["relevance"])),
-    )
+def _matches(rows: Sequence[dict[str, Any]]) -> list[WindowMatch]:
+    """The statement's rows (one per chosen window and message, see _CHOSEN) as matches, in
+    their order, each with its messages."""
+    windows: dict[object, tuple[dict[str, Any], list[HistoryHit]]] = {}
+    for r in rows:
+        _, hits = windows.setdefault(r["id"], (r, []))
+        if r["event_id"] is not None:
+            hits.append(semantic_hit(r))
+    return [
+        WindowMatch(
+            window_id=_uuid(r["id"]),
+            similarity=float(cast(float, r["similarity"])),
+            event_ids=tuple(cast(list[str], r["source_event_ids"])),
+            relevance=None if r["relevance"] is None else float(cast(float, r["relevance"])),
+            messages=tuple(hits),
+        )
+        for r, hits in windows.values()
+    ]
 
 
 def _uuid(value: object) -> uuid.UUID:
@@ -551,13 +577,20 @@ def _best(c: dict[str, sql.Composable], source: sql.Composable) -> sql.Composabl
 
 
 def exact_statement(
-    org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int
+    org_id: str,
+    model: str,
+    vector: EmbeddingVector,
+    query: HistoryQuery,
+    k: int,
+    *,
+    now: datetime | None = None,
 ) -> tuple[sql.Composed, dict[str, Any]]:
     """The exact path's statement and its parameters (its own function: the benchmarks
-    and tests explain it)."""
+    and tests explain it); `now` bounds the range of stored messages (the system clock's
+    when None)."""
     params: dict[str, Any] = {"vector": HalfVector(list(vector.values))}
     filters = window_filters(query, params)
-    c = _constants(org_id, model, k)
+    c = _constants(org_id, model, query, k, params, now or system_clock())
     # When the selection holds one script group and it outgrew its sample (a group's sample
     # is empty only if the filters select none of its windows), the rest is every selected
     # window past the sample: no group condition on each row (script_group is the row's
@@ -602,16 +635,23 @@ def index_path_settings(candidates: int) -> dict[str, str]:
 
 
 def indexed_statement(
-    org_id: str, model: str, vector: EmbeddingVector, query: HistoryQuery, k: int, dims: int
+    org_id: str,
+    model: str,
+    vector: EmbeddingVector,
+    query: HistoryQuery,
+    k: int,
+    dims: int,
+    *,
+    now: datetime | None = None,
 ) -> tuple[sql.Composed, dict[str, Any]]:
     """The index path's statement and its parameters (its own function: the benchmark
-    explains it)."""
+    explains it); `now` as for exact_statement."""
     params: dict[str, Any] = {
         "vector": HalfVector(list(vector.values)),
         "candidates": k * CANDIDATE_FACTOR,
     }
     filters = window_filters(query, params)
-    c = _constants(org_id, model, k)
+    c = _constants(org_id, model, query, k, params, now or system_clock())
     distance = sql.SQL("embedding::halfvec({d}) <=> %(vector)s::halfvec({d})").format(
         d=sql.Literal(dims)
     )
