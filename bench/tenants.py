@@ -296,8 +296,9 @@ def measure_org(
         )
 
     def knn_relevance(q: str) -> None:
-        # The statement search runs (the query's relevance statistics over every window,
-        # ADR 0112), for where hybrid's time goes beyond the bare top-k.
+        # The statement search runs (the query's relevance statistics, ADR 0112; since ADR
+        # 0155 also the chosen windows' messages), for where hybrid's time goes beyond the
+        # bare top-k.
         query = HistoryQuery(q, limit=SEARCH_LIMIT)
         runtime.windows.nearest(org, MODEL, model.embed_query(q), query, k=SEARCH_LIMIT)
 
