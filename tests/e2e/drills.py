@@ -24,8 +24,8 @@ from pathlib import Path
 import httpx
 
 from memory.infrastructure.postgres.embedded import EmbeddedPostgres
+from memory.infrastructure.settings import ENV_PREFIX
 
-ENV_PREFIX = "MEMORY_"
 # The drills' HTTP client, for `http.get(...)` where `httpx.get(...)` was: that builds a
 # client, and its TLS context, per call (~45 ms of CPU; the replica drill's polling spent
 # 26 s of CPU so). Without keep-alive every request opens its own connection as before: the
