@@ -107,9 +107,10 @@ class ClonedDatabases:
                 continue
 
 
-def _clone(conn: psycopg.Connection[Any], template: str) -> str:
-    """A new database copied from `template` on `conn`'s server; its name."""
-    name = f"t_{uuid.uuid4().hex[:16]}"
+def _clone(conn: psycopg.Connection[Any], template: str, name: str | None = None) -> str:
+    """A new database copied from `template` on `conn`'s server (named `name`, or a fresh
+    name); its name."""
+    name = name or f"t_{uuid.uuid4().hex[:16]}"
     conn.execute(
         sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
             sql.Identifier(name), sql.Identifier(template)
@@ -127,11 +128,7 @@ def _build_migrated_template(admin_url: str) -> None:
     from memory.infrastructure.policy.event_store import EventSourcedPolicyLog
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(MIGRATED_TEMPLATE_DB), sql.Identifier(TEMPLATE_DB)
-            )
-        )
+        _clone(conn, TEMPLATE_DB, MIGRATED_TEMPLATE_DB)
     database = Database(with_database(admin_url, MIGRATED_TEMPLATE_DB), min_size=1, max_size=2)
     database.open()
     try:
